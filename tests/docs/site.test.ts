@@ -1,0 +1,243 @@
+/**
+ * The docs site works in a real browser with no network: `buildSite()` builds it into a temporary folder,
+ * node:http serves it on 127.0.0.1, and Chromium opens every page. Each reference page must show every
+ * operation and webhook of its API, the index must list every API with its status, the changelog pages must
+ * show the renames computed from the specs, no page may log a console error, and no request may leave the
+ * local origin. A screenshot of each page goes to test-artifacts/site/.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildSite, type Site, type SitePage } from '../../scripts/docs.ts';
+import { repoRoot } from '../../scripts/lib/apis.ts';
+import { listOperations } from '../../scripts/lib/generators.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const artifacts = path.join(repoRoot, 'test-artifacts', 'site');
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.json': 'application/json',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.css': 'text/css',
+  '.js': 'text/javascript',
+};
+
+let site: Site;
+let server: http.Server;
+let origin: string;
+let browser: Browser;
+
+function serve(dir: string): Promise<http.Server> {
+  const srv = http.createServer((req, res) => {
+    void (async () => {
+      const pathname = decodeURIComponent(new URL(req.url ?? '/', 'http://127.0.0.1').pathname);
+      const file = path.join(dir, pathname === '/' ? 'index.html' : pathname);
+      if (!file.startsWith(dir + path.sep)) {
+        res.writeHead(403).end();
+        return;
+      }
+      try {
+        const body = await readFile(file);
+        res.writeHead(200, { 'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream' }).end(body);
+      } catch {
+        res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
+      }
+    })();
+  });
+  return new Promise((resolve) => srv.listen(0, '127.0.0.1', () => resolve(srv)));
+}
+
+interface Visit {
+  page: Page;
+  consoleErrors: string[];
+  foreignRequests: string[];
+  failedRequests: string[];
+}
+
+/** Opens a page and records console errors and every request that is not to the local origin. */
+async function visit(file: string): Promise<Visit> {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const visit: Visit = { page, consoleErrors: [], foreignRequests: [], failedRequests: [] };
+  page.on('console', (message) => {
+    if (message.type() === 'error') visit.consoleErrors.push(`${message.text()} (${message.location().url})`);
+  });
+  page.on('pageerror', (error) => visit.consoleErrors.push(`uncaught: ${error.message}`));
+  page.on('request', (request) => {
+    const url = request.url();
+    if (!(url.startsWith(`${origin}/`) || url.startsWith('data:') || url.startsWith('blob:'))) visit.foreignRequests.push(url);
+  });
+  page.on('requestfailed', (request) => visit.failedRequests.push(`${request.url()}: ${request.failure()?.errorText ?? ''}`));
+  page.on('response', (response) => {
+    if (response.status() >= 400) visit.failedRequests.push(`${response.url()}: HTTP ${response.status()}`);
+  });
+  await page.goto(`${origin}/${file}`, { waitUntil: 'load' });
+  return visit;
+}
+
+async function finish(visit: Visit, file: string, fullPage: boolean): Promise<void> {
+  await visit.page.waitForLoadState('networkidle');
+  await visit.page.screenshot({ path: path.join(artifacts, `${file.replace(/\.html$/, '')}.png`), fullPage });
+  await visit.page.close();
+  expect(visit.consoleErrors, `console errors on ${file}`).toEqual([]);
+  expect(visit.foreignRequests, `requests leaving ${origin} from ${file}`).toEqual([]);
+  expect(visit.failedRequests, `failed requests from ${file}`).toEqual([]);
+}
+
+interface MenuItem {
+  label: string;
+  href: string;
+}
+
+/**
+ * Every item of Redoc's navigation. Groups (tags) open when clicked and may close others, so each group is
+ * opened in turn and the items seen are collected across all of them.
+ */
+async function expandedMenu(page: Page): Promise<MenuItem[]> {
+  const selector = '[data-component-name="Menu/MenuItem"]';
+  await page.waitForSelector(selector, { timeout: 30_000 });
+  const read = (): Promise<MenuItem[]> =>
+    page.$$eval(selector, (items) =>
+      items.map((item) => ({
+        label: item.querySelector('[data-testid="menu-item-label"]')?.textContent?.trim() ?? '',
+        href: item.querySelector('a')?.getAttribute('href') ?? '',
+      })),
+    );
+  const seen = new Map<string, MenuItem>();
+  const opened = new Set<string>();
+  for (let round = 0; round < 50; round++) {
+    for (const item of await read()) seen.set(`${item.href}|${item.label}`, item);
+    const groups = await page.$$eval(`${selector}.menu-item-type-group > a`, (links) => links.map((a) => a.getAttribute('href') ?? ''));
+    const next = groups.find((href) => !opened.has(href));
+    if (next === undefined) break;
+    opened.add(next);
+    await page.click(`${selector}.menu-item-type-group > a[href="${next}"]`);
+    await page.waitForTimeout(150);
+  }
+  return [...seen.values()];
+}
+
+function pagesOf(kind: SitePage['kind']): SitePage[] {
+  return site.pages.filter((p) => p.kind === kind);
+}
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium); never run playwright install`);
+  }
+  const outDir = await mkdtemp(path.join(os.tmpdir(), 'tis-site-'));
+  site = await buildSite({ outDir });
+  await mkdir(artifacts, { recursive: true });
+  server = await serve(site.outDir);
+  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+  });
+}, 180_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+  if (site) await rm(site.outDir, { recursive: true, force: true });
+});
+
+describe('docs site', () => {
+  it('builds an index, a reference page per API and a changelog per version step', () => {
+    const apis = pagesOf('reference').map((p) => p.api?.name);
+    expect(apis.length).toBeGreaterThan(0);
+    const contracts = pagesOf('reference').filter((p) => p.api?.contract).length;
+    expect(pagesOf('changelog')).toHaveLength(Math.max(0, contracts - 1));
+    expect(pagesOf('index')).toHaveLength(1);
+  });
+
+  it('index.html lists every API: current first, archived marked archived, the dashboard implementation-specific', async () => {
+    const v = await visit('index.html');
+    const listed = await v.page.$$eval('li[data-api]', (items) =>
+      items.map((li) => ({ api: li.getAttribute('data-api'), role: li.getAttribute('data-role'), text: (li as HTMLElement).innerText })),
+    );
+    const references = pagesOf('reference');
+    expect(listed.map((l) => l.api)).toEqual(references.map((p) => p.api?.name));
+    expect(listed[0]?.role).toBe('current');
+    for (const item of listed) {
+      const api = references.find((p) => p.api?.name === item.api)?.api;
+      if (api?.role === 'archived') expect(item.text.toLowerCase()).toContain('archived');
+      if (api?.role === 'current') expect(item.text.toLowerCase()).toContain('current');
+      if (api?.role === 'implementation') expect(item.text.toLowerCase()).toContain('implementation-specific');
+    }
+    // Every link on the index leads to a page of the site.
+    const hrefs = await v.page.$$eval('a[href]', (links) => links.map((a) => (a as HTMLAnchorElement).href));
+    for (const href of hrefs) {
+      expect(href.startsWith(`${origin}/`), href).toBe(true);
+      const res = await fetch(href);
+      expect(res.status, href).toBe(200);
+    }
+    await finish(v, 'index.html', true);
+  });
+
+  it.each(['2026-09-21', '2026-08-25', '2026-08-19', 'dashboard'])('the reference page of %s shows every operation and webhook', async (name) => {
+    const entry = pagesOf('reference').find((p) => p.api?.name === name);
+    expect(entry, `redocly.yaml lists ${name}`).toBeDefined();
+    if (entry?.api === undefined) return;
+    const bundle = site.bundles.get(entry.api.name);
+    expect(bundle).toBeDefined();
+    if (bundle === undefined) return;
+    const v = await visit(entry.file);
+    const menu = await expandedMenu(v.page);
+    const expected = [...listOperations(bundle, 'paths'), ...listOperations(bundle, 'webhooks')];
+    expect(expected.length).toBeGreaterThan(0);
+    const missing: string[] = [];
+    for (const op of expected) {
+      // Redoc 3 lists each operation in the navigation as its summary followed by the method, linking to
+      // `#/<tag>/<operationid>`; both must be there.
+      const anchor = `/${op.id.toLowerCase()}`;
+      const item = menu.find((m) => m.href.toLowerCase().endsWith(anchor));
+      if (item === undefined) missing.push(`${op.id} (${op.method.toUpperCase()} ${op.path}): no link ending ${anchor}`);
+      else if (!item.label.startsWith(op.summary)) missing.push(`${op.id}: the link says "${item.label}", not "${op.summary}"`);
+    }
+    expect(missing).toEqual([]);
+    // The title says which kind of API this is.
+    const title = await v.page.title();
+    expect(title).toContain(entry.api.role === 'implementation' ? 'implementation-specific' : entry.api.role);
+    await finish(v, entry.file, false);
+  });
+
+  it('every reference page was checked above', () => {
+    expect(pagesOf('reference').map((p) => p.api?.name).sort()).toEqual(['2026-08-19', '2026-08-25', '2026-09-21', 'dashboard']);
+  });
+
+  it('the changelog pages show the renames, removals and additions computed from the specs', async () => {
+    const changelogs = pagesOf('changelog');
+    expect(changelogs.length).toBeGreaterThan(0);
+    for (const entry of changelogs) {
+      const v = await visit(entry.file);
+      const text = await v.page.evaluate(() => document.body.innerText);
+      const diff = entry.diff;
+      expect(diff).toBeDefined();
+      if (diff === undefined) continue;
+      for (const change of diff.schemas.changed) {
+        for (const r of change.renamed) expect(text, `${entry.file}: ${change.name}`).toContain(`${r.from} → ${r.to}`);
+        for (const p of change.added) expect(text, `${entry.file}: ${change.name}`).toContain(p);
+      }
+      for (const op of diff.operations.removed) expect(text).toContain(`${op.method} ${op.path}`);
+      for (const hook of diff.webhooks.added) expect(text).toContain(hook.name);
+      await finish(v, entry.file, true);
+    }
+    const all = new Map(changelogs.map((c) => [`${c.older} → ${c.newer}`, c]));
+    const step1 = all.get('2026-08-19 → 2026-08-25');
+    const step2 = all.get('2026-08-25 → 2026-09-21');
+    expect(step1 && step2, 'both contract steps have a changelog').toBeTruthy();
+    const renames = (page: SitePage | undefined): string[] =>
+      page?.diff?.schemas.changed.flatMap((c) => c.renamed.map((r) => `${c.name}: ${r.from} → ${r.to}`)) ?? [];
+    expect(renames(step1)).toEqual(
+      expect.arrayContaining(['LaunchClaims: user.role → user.groups', 'LaunchClaims: resource_link_id → resource_link', 'LaunchClaims: organization.id → organization.deployment']),
+    );
+    expect(renames(step2)).toContain('LaunchClaims: grade_passback → grade');
+  });
+});
