@@ -1,0 +1,106 @@
+/**
+ * The one seam between the domain SQL (repositories) and a database engine. SQLite (embedded default)
+ * and PostgreSQL implement it; repositories are written once against it.
+ *
+ * Conventions every driver honours, so repository SQL stays identical across engines:
+ * - placeholders are `?`; the PostgreSQL driver rewrites them to `$1..$n` (see `toPostgresPlaceholders`);
+ * - booleans are bound as INTEGER 0/1 and read back as numbers (no BOOLEAN columns: SQLite has none);
+ * - INTEGER/BIGINT columns come back as JS numbers (the PostgreSQL driver must parse int8, OID 20, to
+ *   number; every integer we store, microseconds since the epoch included, stays below 2^53);
+ * - binding `undefined` is a bug and throws, so a forgotten `?? null` cannot silently store NULL;
+ * - failures surface as the store's typed errors: a UNIQUE or PRIMARY KEY conflict as
+ *   `UniqueViolationError`, a foreign key as `ForeignKeyViolationError`, a lock wait that outlived the
+ *   busy timeout as `StoreBusyError` (repositories catch the first to report duplicate extids);
+ * - `transaction(fn)` commits when `fn` resolves and rolls back when it rejects; the handle given to `fn`
+ *   is the only way to reach that transaction and is dead once it ends.
+ */
+export type Dialect = 'sqlite' | 'postgres';
+
+export type SqlParam = string | number | bigint | boolean | null | Uint8Array;
+
+export interface RunResult {
+  /** Rows inserted, updated or deleted by the statement. */
+  changes: number;
+}
+
+export interface Driver {
+  readonly dialect: Dialect;
+  /** Appended to a SELECT that reads a row it will write in the same transaction: '' on SQLite, whose
+   * `BEGIN IMMEDIATE` already serializes writers, and ' FOR UPDATE' on PostgreSQL. */
+  readonly forUpdate: string;
+  get<T extends object>(sql: string, params?: readonly SqlParam[]): Promise<T | undefined>;
+  all<T extends object>(sql: string, params?: readonly SqlParam[]): Promise<T[]>;
+  run(sql: string, params?: readonly SqlParam[]): Promise<RunResult>;
+  /**
+   * Runs `fn` in a transaction. Called on a transaction-scoped driver it opens a savepoint instead, so
+   * a repository method that needs atomicity can be called both on its own and inside a caller's
+   * transaction; a failure inside rolls back to the savepoint only.
+   */
+  transaction<T>(fn: (tx: Driver) => Promise<T>): Promise<T>;
+}
+
+export interface RootDriver extends Driver {
+  close(): Promise<void>;
+}
+
+/** Booleans become 0/1; `undefined` is refused. */
+export function normalizeParams(params: readonly SqlParam[] | undefined): Array<Exclude<SqlParam, boolean>> {
+  if (!params) return [];
+  return params.map((value, index) => {
+    if (value === undefined) throw new TypeError(`SQL parameter ${index + 1} is undefined`);
+    if (typeof value === 'boolean') return value ? 1 : 0;
+    return value;
+  });
+}
+
+/**
+ * Rewrites `?` placeholders to PostgreSQL's `$1..$n`, leaving string literals, quoted identifiers and
+ * comments alone.
+ */
+export function toPostgresPlaceholders(sql: string): string {
+  let out = '';
+  let n = 0;
+  let i = 0;
+  while (i < sql.length) {
+    const ch = sql[i];
+    const next = sql[i + 1];
+    if (ch === "'" || ch === '"') {
+      const end = closingQuote(sql, i, ch);
+      out += sql.slice(i, end);
+      i = end;
+    } else if (ch === '-' && next === '-') {
+      const nl = sql.indexOf('\n', i);
+      const end = nl === -1 ? sql.length : nl;
+      out += sql.slice(i, end);
+      i = end;
+    } else if (ch === '/' && next === '*') {
+      const close = sql.indexOf('*/', i + 2);
+      const end = close === -1 ? sql.length : close + 2;
+      out += sql.slice(i, end);
+      i = end;
+    } else if (ch === '?') {
+      n += 1;
+      out += `$${n}`;
+      i += 1;
+    } else {
+      out += ch;
+      i += 1;
+    }
+  }
+  return out;
+}
+
+function closingQuote(sql: string, start: number, quote: string): number {
+  let i = start + 1;
+  while (i < sql.length) {
+    if (sql[i] === quote) {
+      if (sql[i + 1] === quote) {
+        i += 2; // doubled quote is an escaped quote
+        continue;
+      }
+      return i + 1;
+    }
+    i += 1;
+  }
+  return sql.length;
+}

@@ -1,0 +1,436 @@
+import { createHash } from 'node:crypto';
+import type { Dialect, Driver } from './driver.js';
+import { MigrationError } from './errors.js';
+import type { Clock } from './time.js';
+
+/**
+ * A schema change, applied once, in order, in its own transaction. Applied migrations are never edited:
+ * a checksum of each applied migration's SQL is kept and a mismatch stops the start, because an edited
+ * migration means two databases that claim the same version can differ.
+ *
+ * Statements use only types both engines read the same way (TEXT, INTEGER, BIGINT, DOUBLE PRECISION);
+ * where PostgreSQL must differ, the migration says so in its own `postgres` list. JSON is TEXT in both,
+ * never JSONB: a row must come back exactly as written, and JSONB reorders keys (decision GAP-37).
+ */
+export interface Migration {
+  readonly id: string;
+  readonly sql: Readonly<Record<Dialect, readonly string[]>>;
+}
+
+/** The same statements for both dialects. */
+function portable(id: string, statements: readonly string[]): Migration {
+  return { id, sql: { sqlite: statements, postgres: statements } };
+}
+
+const ROW_KEY_COLUMNS = `
+  app_id TEXT NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+  context_id TEXT NOT NULL REFERENCES contexts (id) ON DELETE CASCADE,
+  kind TEXT NOT NULL CHECK (kind IN ('context', 'location', 'member', 'member_location')),
+  location_id TEXT NOT NULL DEFAULT '',
+  member_id TEXT NOT NULL DEFAULT ''`;
+
+/** Absent key parts are '' rather than NULL so the row key can be a primary key in both engines. */
+const ROW_KEY_CHECKS = `
+  CHECK ((location_id = '') = (kind IN ('context', 'member'))),
+  CHECK ((member_id = '') = (kind IN ('context', 'location')))`;
+
+export const MIGRATIONS: readonly Migration[] = [
+  portable('0001_initial', [
+    `CREATE TABLE apps (
+      id TEXT PRIMARY KEY,
+      name TEXT NOT NULL,
+      description TEXT,
+      logo_url TEXT,
+      callback_url TEXT,
+      provision_url TEXT,
+      locations_url TEXT,
+      status TEXT NOT NULL DEFAULT 'draft' CHECK (status IN ('draft', 'active', 'suspended')),
+      hosting TEXT NOT NULL CHECK (hosting IN ('hosted', 'self_hosted')),
+      contract_version TEXT NOT NULL DEFAULT '2026-09-21',
+      grades_released INTEGER NOT NULL DEFAULT 1 CHECK (grades_released IN (0, 1)),
+      api_key_hash TEXT,
+      api_key_hint TEXT,
+      api_key_created_at BIGINT,
+      created_at BIGINT NOT NULL,
+      updated_at BIGINT NOT NULL,
+      CHECK ((api_key_hash IS NULL) = (api_key_hint IS NULL))
+    )`,
+    `CREATE TABLE builders (
+      id TEXT PRIMARY KEY,
+      name TEXT NOT NULL,
+      email TEXT,
+      role TEXT NOT NULL DEFAULT 'builder' CHECK (role IN ('builder', 'platform')),
+      token_hash TEXT NOT NULL,
+      token_hint TEXT NOT NULL,
+      created_at BIGINT NOT NULL,
+      updated_at BIGINT NOT NULL
+    )`,
+    `CREATE UNIQUE INDEX builders_token_hash ON builders (token_hash)`,
+    `CREATE UNIQUE INDEX builders_email ON builders (email) WHERE email IS NOT NULL`,
+    `CREATE TABLE app_builders (
+      app_id TEXT NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+      builder_id TEXT NOT NULL REFERENCES builders (id) ON DELETE CASCADE,
+      role TEXT NOT NULL DEFAULT 'member' CHECK (role IN ('owner', 'member')),
+      created_at BIGINT NOT NULL,
+      PRIMARY KEY (app_id, builder_id)
+    )`,
+    `CREATE INDEX app_builders_builder ON app_builders (builder_id)`,
+    `CREATE TABLE organizations (
+      id TEXT PRIMARY KEY,
+      title TEXT NOT NULL,
+      issuer TEXT NOT NULL,
+      client TEXT NOT NULL,
+      deployment TEXT NOT NULL,
+      grants_line_item_scope INTEGER NOT NULL DEFAULT 1 CHECK (grants_line_item_scope IN (0, 1)),
+      created_at BIGINT NOT NULL,
+      updated_at BIGINT NOT NULL
+    )`,
+    `CREATE UNIQUE INDEX organizations_deployment ON organizations (issuer, client, deployment)`,
+    `CREATE TABLE contexts (
+      id TEXT PRIMARY KEY,
+      organization_id TEXT NOT NULL REFERENCES organizations (id),
+      external_id TEXT NOT NULL,
+      name TEXT NOT NULL,
+      label TEXT,
+      parent_context_id TEXT REFERENCES contexts (id),
+      sandbox_app_id TEXT REFERENCES apps (id) ON DELETE CASCADE,
+      created_at BIGINT NOT NULL,
+      updated_at BIGINT NOT NULL
+    )`,
+    `CREATE UNIQUE INDEX contexts_external ON contexts (organization_id, external_id)`,
+    `CREATE INDEX contexts_sandbox_app ON contexts (sandbox_app_id) WHERE sandbox_app_id IS NOT NULL`,
+    `CREATE INDEX contexts_parent ON contexts (parent_context_id) WHERE parent_context_id IS NOT NULL`,
+    `CREATE TABLE users (
+      id TEXT PRIMARY KEY,
+      organization_id TEXT NOT NULL REFERENCES organizations (id),
+      external_id TEXT NOT NULL,
+      given_name TEXT,
+      family_name TEXT,
+      full_name TEXT,
+      email TEXT,
+      created_at BIGINT NOT NULL,
+      updated_at BIGINT NOT NULL
+    )`,
+    `CREATE UNIQUE INDEX users_external ON users (organization_id, external_id)`,
+    `CREATE TABLE members (
+      id TEXT PRIMARY KEY,
+      context_id TEXT NOT NULL REFERENCES contexts (id) ON DELETE CASCADE,
+      user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+      group_names TEXT NOT NULL DEFAULT '[]',
+      created_at BIGINT NOT NULL,
+      updated_at BIGINT NOT NULL
+    )`,
+    `CREATE UNIQUE INDEX members_context_user ON members (context_id, user_id)`,
+    `CREATE INDEX members_user ON members (user_id)`,
+    `CREATE TABLE locations (
+      id TEXT PRIMARY KEY,
+      app_id TEXT NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+      extid TEXT,
+      type TEXT NOT NULL CHECK (type IN ('assessment', 'practice', 'content', 'setup')),
+      label TEXT NOT NULL DEFAULT '',
+      description TEXT,
+      points DOUBLE PRECISION,
+      hidden INTEGER NOT NULL DEFAULT 0 CHECK (hidden IN (0, 1)),
+      is_stored INTEGER NOT NULL DEFAULT 0 CHECK (is_stored IN (0, 1)),
+      is_default INTEGER NOT NULL DEFAULT 0 CHECK (is_default IN (0, 1)),
+      sort_order INTEGER,
+      params TEXT,
+      deleted_at BIGINT,
+      created_at BIGINT NOT NULL,
+      updated_at BIGINT NOT NULL
+    )`,
+    `CREATE UNIQUE INDEX locations_app_extid ON locations (app_id, extid) WHERE extid IS NOT NULL AND deleted_at IS NULL`,
+    `CREATE INDEX locations_app ON locations (app_id)`,
+    `CREATE TABLE placements (
+      id TEXT PRIMARY KEY,
+      app_id TEXT NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+      context_id TEXT NOT NULL REFERENCES contexts (id) ON DELETE CASCADE,
+      location_id TEXT NOT NULL REFERENCES locations (id) ON DELETE CASCADE,
+      resource_link TEXT NOT NULL,
+      entry TEXT NOT NULL,
+      line_item_id TEXT,
+      created_at BIGINT NOT NULL
+    )`,
+    `CREATE UNIQUE INDEX placements_resource_link ON placements (resource_link)`,
+    `CREATE INDEX placements_context ON placements (context_id, app_id, location_id)`,
+    `CREATE INDEX placements_location ON placements (location_id)`,
+    `CREATE TABLE context_provisioning (
+      app_id TEXT NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+      context_id TEXT NOT NULL REFERENCES contexts (id) ON DELETE CASCADE,
+      state TEXT NOT NULL CHECK (state IN ('pending', 'provisioned', 'failed')),
+      last_request_at BIGINT,
+      last_error TEXT,
+      provisioned_at BIGINT,
+      updated_at BIGINT NOT NULL,
+      PRIMARY KEY (app_id, context_id)
+    )`,
+    `CREATE TABLE location_provisioning (
+      app_id TEXT NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+      context_id TEXT NOT NULL REFERENCES contexts (id) ON DELETE CASCADE,
+      location_id TEXT NOT NULL REFERENCES locations (id) ON DELETE CASCADE,
+      state TEXT NOT NULL CHECK (state IN ('pending', 'provisioned', 'failed')),
+      last_request_at BIGINT,
+      last_error TEXT,
+      provisioned_at BIGINT,
+      updated_at BIGINT NOT NULL,
+      PRIMARY KEY (app_id, context_id, location_id)
+    )`,
+    `CREATE TABLE api_tokens (
+      token_hash TEXT PRIMARY KEY,
+      kind TEXT NOT NULL CHECK (kind IN ('launch', 'provision')),
+      app_id TEXT NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+      context_id TEXT NOT NULL REFERENCES contexts (id) ON DELETE CASCADE,
+      user_id TEXT REFERENCES users (id) ON DELETE CASCADE,
+      member_id TEXT REFERENCES members (id) ON DELETE CASCADE,
+      location_id TEXT REFERENCES locations (id) ON DELETE CASCADE,
+      launch_id TEXT,
+      parent_context_id TEXT REFERENCES contexts (id) ON DELETE CASCADE,
+      provision_levels TEXT NOT NULL DEFAULT '[]',
+      created_at BIGINT NOT NULL,
+      expires_at BIGINT NOT NULL,
+      revoked_at BIGINT
+    )`,
+    `CREATE INDEX api_tokens_context ON api_tokens (context_id, app_id)`,
+    `CREATE INDEX api_tokens_expires ON api_tokens (expires_at)`,
+    `CREATE TABLE launches (
+      id TEXT PRIMARY KEY,
+      app_id TEXT NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+      placement_id TEXT REFERENCES placements (id) ON DELETE CASCADE,
+      context_id TEXT NOT NULL REFERENCES contexts (id) ON DELETE CASCADE,
+      location_id TEXT NOT NULL REFERENCES locations (id) ON DELETE CASCADE,
+      member_id TEXT NOT NULL REFERENCES members (id) ON DELETE CASCADE,
+      grade_passback INTEGER NOT NULL DEFAULT 0 CHECK (grade_passback IN (0, 1)),
+      trial INTEGER NOT NULL DEFAULT 0 CHECK (trial IN (0, 1)),
+      created_at BIGINT NOT NULL
+    )`,
+    `CREATE INDEX launches_app ON launches (app_id, created_at)`,
+    `CREATE TABLE launch_tickets (
+      ticket_hash TEXT PRIMARY KEY,
+      payload TEXT NOT NULL,
+      created_at BIGINT NOT NULL,
+      expires_at BIGINT NOT NULL,
+      used_at BIGINT
+    )`,
+    `CREATE INDEX launch_tickets_expires ON launch_tickets (expires_at)`,
+    `CREATE TABLE storage_rows (${ROW_KEY_COLUMNS},
+      body TEXT NOT NULL,
+      size_bytes INTEGER NOT NULL,
+      updated_at BIGINT NOT NULL,
+      PRIMARY KEY (app_id, context_id, kind, location_id, member_id),${ROW_KEY_CHECKS}
+    )`,
+    `CREATE TABLE files (${ROW_KEY_COLUMNS},
+      file_key TEXT NOT NULL,
+      size BIGINT NOT NULL CHECK (size >= 0),
+      content_type TEXT NOT NULL,
+      filename TEXT NOT NULL,
+      attachment INTEGER NOT NULL DEFAULT 0 CHECK (attachment IN (0, 1)),
+      blob_id TEXT NOT NULL,
+      modified_ms BIGINT NOT NULL,
+      PRIMARY KEY (app_id, context_id, kind, location_id, member_id, file_key),${ROW_KEY_CHECKS}
+    )`,
+    `CREATE UNIQUE INDEX files_blob ON files (blob_id)`,
+    `CREATE TABLE upload_reservations (
+      id TEXT PRIMARY KEY,${ROW_KEY_COLUMNS},
+      file_key TEXT NOT NULL,
+      size BIGINT NOT NULL CHECK (size >= 0),
+      content_type TEXT NOT NULL,
+      filename TEXT NOT NULL,
+      attachment INTEGER NOT NULL DEFAULT 0 CHECK (attachment IN (0, 1)),
+      blob_id TEXT NOT NULL,
+      state TEXT NOT NULL CHECK (state IN ('pending', 'completed', 'failed', 'expired')),
+      created_at BIGINT NOT NULL,
+      expires_at BIGINT NOT NULL,
+      finished_at BIGINT,${ROW_KEY_CHECKS}
+    )`,
+    `CREATE UNIQUE INDEX upload_reservations_blob ON upload_reservations (blob_id)`,
+    `CREATE INDEX upload_reservations_row ON upload_reservations (app_id, context_id, kind, location_id, member_id, state)`,
+    `CREATE INDEX upload_reservations_pending ON upload_reservations (expires_at) WHERE state = 'pending'`,
+    `CREATE TABLE grade_attempts (
+      id TEXT PRIMARY KEY,
+      app_id TEXT NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+      context_id TEXT NOT NULL REFERENCES contexts (id) ON DELETE CASCADE,
+      location_id TEXT NOT NULL REFERENCES locations (id) ON DELETE CASCADE,
+      member_id TEXT NOT NULL REFERENCES members (id) ON DELETE CASCADE,
+      score DOUBLE PRECISION NOT NULL,
+      max_score DOUBLE PRECISION,
+      comment TEXT NOT NULL DEFAULT '',
+      activity_progress TEXT NOT NULL CHECK (activity_progress IN ('Completed', 'Submitted')),
+      grading_progress TEXT NOT NULL CHECK (grading_progress IN ('FullyGraded', 'Pending')),
+      status TEXT NOT NULL CHECK (status IN ('pending', 'success', 'failed')),
+      data TEXT NOT NULL,
+      submitted_us BIGINT NOT NULL,
+      finished_at BIGINT
+    )`,
+    // The guarantee "each attempt carries a later timestamp" is computed in the insert transaction; this
+    // index turns any race that slips past it into a loud failure instead of two equal timestamps.
+    `CREATE UNIQUE INDEX grade_attempts_member_location_submitted ON grade_attempts (member_id, location_id, submitted_us)`,
+    `CREATE INDEX grade_attempts_app_history ON grade_attempts (app_id, submitted_us, id)`,
+    `CREATE TABLE launch_grades (
+      id TEXT PRIMARY KEY,
+      app_id TEXT NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+      launch_id TEXT NOT NULL REFERENCES launches (id) ON DELETE CASCADE,
+      score DOUBLE PRECISION NOT NULL,
+      max_score DOUBLE PRECISION,
+      comment TEXT NOT NULL DEFAULT '',
+      activity_progress TEXT NOT NULL CHECK (activity_progress IN ('Completed', 'Submitted')),
+      grading_progress TEXT NOT NULL CHECK (grading_progress IN ('FullyGraded', 'Pending')),
+      sync_status TEXT NOT NULL CHECK (sync_status IN ('pending', 'synced', 'failed')),
+      sync_error TEXT,
+      submitted_us BIGINT NOT NULL,
+      synced_us BIGINT,
+      created_at BIGINT NOT NULL,
+      updated_at BIGINT NOT NULL
+    )`,
+    `CREATE UNIQUE INDEX launch_grades_launch ON launch_grades (launch_id)`,
+    `CREATE INDEX launch_grades_app ON launch_grades (app_id)`,
+    `CREATE TABLE signing_keys (
+      kid TEXT PRIMARY KEY,
+      alg TEXT NOT NULL DEFAULT 'RS256',
+      private_jwk TEXT NOT NULL,
+      public_jwk TEXT NOT NULL,
+      created_at BIGINT NOT NULL,
+      sign_from BIGINT NOT NULL,
+      retired_at BIGINT,
+      publish_until BIGINT
+    )`,
+    `CREATE TABLE gradebook_line_items (
+      id TEXT PRIMARY KEY,
+      context_id TEXT NOT NULL REFERENCES contexts (id) ON DELETE CASCADE,
+      label TEXT NOT NULL,
+      score_maximum DOUBLE PRECISION NOT NULL CHECK (score_maximum > 0),
+      resource_link TEXT,
+      placement_id TEXT REFERENCES placements (id) ON DELETE SET NULL,
+      tag TEXT,
+      created_at BIGINT NOT NULL,
+      updated_at BIGINT NOT NULL
+    )`,
+    `CREATE INDEX gradebook_line_items_context ON gradebook_line_items (context_id)`,
+    `CREATE INDEX gradebook_line_items_placement ON gradebook_line_items (placement_id) WHERE placement_id IS NOT NULL`,
+    `CREATE TABLE gradebook_scores (
+      line_item_id TEXT NOT NULL REFERENCES gradebook_line_items (id) ON DELETE CASCADE,
+      user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+      score_given DOUBLE PRECISION,
+      score_maximum DOUBLE PRECISION,
+      comment TEXT NOT NULL DEFAULT '',
+      activity_progress TEXT NOT NULL,
+      grading_progress TEXT NOT NULL,
+      released INTEGER NOT NULL DEFAULT 1 CHECK (released IN (0, 1)),
+      timestamp_us BIGINT NOT NULL,
+      updated_at BIGINT NOT NULL,
+      PRIMARY KEY (line_item_id, user_id)
+    )`,
+  ]),
+  // Scores and the Sandbox LMS (issue 3, scores helper).
+  portable('0002_scores_sandbox_lms', [
+    // The last `submitted` handed out per member and location. It is reserved before publication, in
+    // its own transaction, so the attempt row is written once with its final outcome and never updated,
+    // while the timestamp the LMS received is the one recorded.
+    `CREATE TABLE grade_attempt_clock (
+      member_id TEXT NOT NULL REFERENCES members (id) ON DELETE CASCADE,
+      location_id TEXT NOT NULL REFERENCES locations (id) ON DELETE CASCADE,
+      last_us BIGINT NOT NULL,
+      PRIMARY KEY (member_id, location_id)
+    )`,
+    // AGS line item properties the Sandbox LMS keeps as a client sent them.
+    `ALTER TABLE gradebook_line_items ADD COLUMN resource_id TEXT`,
+    `ALTER TABLE gradebook_line_items ADD COLUMN start_date_time TEXT`,
+    `ALTER TABLE gradebook_line_items ADD COLUMN end_date_time TEXT`,
+    `CREATE TABLE sandbox_lms_tokens (
+      token_hash TEXT PRIMARY KEY,
+      organization_id TEXT NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
+      scopes TEXT NOT NULL,
+      created_at BIGINT NOT NULL,
+      expires_at BIGINT NOT NULL
+    )`,
+    `CREATE INDEX sandbox_lms_tokens_expires ON sandbox_lms_tokens (expires_at)`,
+    // Client assertion IDs seen by the token endpoint, kept until the assertion expires (replay refusal).
+    `CREATE TABLE sandbox_lms_assertions (
+      client TEXT NOT NULL,
+      jti TEXT NOT NULL,
+      expires_at BIGINT NOT NULL,
+      PRIMARY KEY (client, jti)
+    )`,
+    `CREATE INDEX sandbox_lms_assertions_expires ON sandbox_lms_assertions (expires_at)`,
+  ]),
+  // Files (issue 3, rows+files helper).
+  portable('0003_service_secrets', [
+    // Secrets every instance must share (the HMAC key of upload forms and download URLs), created once
+    // by whichever instance needs one first. The value is stored as is: protecting the database
+    // protects it, as for the signing keys.
+    `CREATE TABLE service_secrets (
+      name TEXT PRIMARY KEY,
+      value TEXT NOT NULL,
+      created_at BIGINT NOT NULL
+    )`,
+  ]),
+];
+
+const MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS schema_migrations (
+  id TEXT PRIMARY KEY,
+  checksum TEXT NOT NULL,
+  applied_at BIGINT NOT NULL
+)`;
+
+export function migrationChecksum(migration: Migration, dialect: Dialect): string {
+  const hash = createHash('sha256');
+  for (const statement of migration.sql[dialect]) hash.update(statement.trim()).update('\n;\n');
+  return hash.digest('hex');
+}
+
+export interface MigrateResult {
+  /** Migrations this call applied, in order; empty when the database was already current. */
+  applied: string[];
+}
+
+/**
+ * Brings the schema up to date. Safe to run from several processes at once: each migration is checked
+ * and applied inside one write transaction, so exactly one process applies it.
+ */
+export async function migrate(
+  db: Driver,
+  clock: Clock,
+  migrations: readonly Migration[] = MIGRATIONS,
+): Promise<MigrateResult> {
+  for (let i = 1; i < migrations.length; i += 1) {
+    const prev = migrations[i - 1];
+    const cur = migrations[i];
+    if (prev && cur && prev.id >= cur.id) {
+      throw new MigrationError(`migration ids must be strictly increasing: ${prev.id} then ${cur.id}`);
+    }
+  }
+  await db.run(MIGRATIONS_TABLE);
+
+  const known = new Set(migrations.map((m) => m.id));
+  const recorded = await db.all<{ id: string }>('SELECT id FROM schema_migrations ORDER BY id');
+  const unknown = recorded.map((r) => r.id).filter((id) => !known.has(id));
+  if (unknown.length > 0) {
+    throw new MigrationError(
+      `the database has migrations this code does not know (${unknown.join(', ')}); it was migrated by a newer version`,
+    );
+  }
+
+  const applied: string[] = [];
+  for (const migration of migrations) {
+    const checksum = migrationChecksum(migration, db.dialect);
+    const didApply = await db.transaction(async (tx) => {
+      const existing = await tx.get<{ checksum: string }>('SELECT checksum FROM schema_migrations WHERE id = ?', [
+        migration.id,
+      ]);
+      if (existing) {
+        if (existing.checksum !== checksum) {
+          throw new MigrationError(`migration ${migration.id} was edited after it was applied (checksum differs)`);
+        }
+        return false;
+      }
+      for (const statement of migration.sql[db.dialect]) await tx.run(statement);
+      await tx.run('INSERT INTO schema_migrations (id, checksum, applied_at) VALUES (?, ?, ?)', [
+        migration.id,
+        checksum,
+        clock.nowMs(),
+      ]);
+      return true;
+    });
+    if (didApply) applied.push(migration.id);
+  }
+  return { applied };
+}

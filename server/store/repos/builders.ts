@@ -1,0 +1,147 @@
+import { BUILDER_TOKEN_PREFIX, isWellFormedBuilderToken, newBuilderToken, newId, sha256Hex } from '../ids.js';
+import type { RepoContext } from './common.js';
+
+export type BuilderRole = 'builder' | 'platform';
+export type AppBuilderRole = 'owner' | 'member';
+
+export interface BuilderRecord {
+  id: string;
+  name: string;
+  email: string | null;
+  /** `platform` is the platform team's credential (activate, suspend: decision GAP-01). */
+  role: BuilderRole;
+  tokenHint: string;
+  createdAt: number;
+  updatedAt: number;
+}
+
+interface BuilderRow {
+  id: string;
+  name: string;
+  email: string | null;
+  role: BuilderRole;
+  token_hint: string;
+  created_at: number;
+  updated_at: number;
+}
+
+const COLUMNS = 'b.id, b.name, b.email, b.role, b.token_hint, b.created_at, b.updated_at';
+
+function toBuilder(row: BuilderRow): BuilderRecord {
+  return {
+    id: row.id,
+    name: row.name,
+    email: row.email,
+    role: row.role,
+    tokenHint: row.token_hint,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+function tokenHint(token: string): string {
+  return `${BUILDER_TOKEN_PREFIX}...${token.slice(-4)}`;
+}
+
+function normalizeEmail(email: string | null | undefined): string | null {
+  const trimmed = email?.trim();
+  return trimmed ? trimmed.toLowerCase() : null;
+}
+
+/**
+ * Tool builders (dashboard users) and their membership in apps. Tokens are `tisb_` + 256 random bits,
+ * stored as a SHA-256 digest and found by it: with that much entropy, looking a digest up in an index
+ * reveals nothing an attacker can use, so no constant-time comparison is needed here.
+ */
+export class BuildersRepo {
+  constructor(private readonly ctx: RepoContext) {}
+
+  /** `token` is returned only here and by `rotateToken`. */
+  async create(input: { name: string; email?: string | null; role?: BuilderRole }): Promise<{
+    builder: BuilderRecord;
+    token: string;
+  }> {
+    const id = newId('bld');
+    const token = newBuilderToken();
+    const now = this.ctx.clock.nowMs();
+    await this.ctx.db.run(
+      `INSERT INTO builders (id, name, email, role, token_hash, token_hint, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      [id, input.name, normalizeEmail(input.email), input.role ?? 'builder', sha256Hex(token), tokenHint(token), now, now],
+    );
+    const builder = await this.get(id);
+    if (!builder) throw new Error('builder vanished after insert');
+    return { builder, token };
+  }
+
+  async get(id: string): Promise<BuilderRecord | null> {
+    const row = await this.ctx.db.get<BuilderRow>(`SELECT ${COLUMNS} FROM builders b WHERE b.id = ?`, [id]);
+    return row ? toBuilder(row) : null;
+  }
+
+  async findByEmail(email: string): Promise<BuilderRecord | null> {
+    const row = await this.ctx.db.get<BuilderRow>(`SELECT ${COLUMNS} FROM builders b WHERE b.email = ?`, [
+      normalizeEmail(email),
+    ]);
+    return row ? toBuilder(row) : null;
+  }
+
+  async list(): Promise<BuilderRecord[]> {
+    const rows = await this.ctx.db.all<BuilderRow>(`SELECT ${COLUMNS} FROM builders b ORDER BY b.created_at, b.id`);
+    return rows.map(toBuilder);
+  }
+
+  async verifyToken(token: string): Promise<BuilderRecord | null> {
+    if (!isWellFormedBuilderToken(token)) return null;
+    const row = await this.ctx.db.get<BuilderRow>(`SELECT ${COLUMNS} FROM builders b WHERE b.token_hash = ?`, [
+      sha256Hex(token),
+    ]);
+    return row ? toBuilder(row) : null;
+  }
+
+  /** The old token stops working at once. Null when no such builder. */
+  async rotateToken(id: string): Promise<string | null> {
+    const token = newBuilderToken();
+    const result = await this.ctx.db.run(
+      'UPDATE builders SET token_hash = ?, token_hint = ?, updated_at = ? WHERE id = ?',
+      [sha256Hex(token), tokenHint(token), this.ctx.clock.nowMs(), id],
+    );
+    return result.changes === 1 ? token : null;
+  }
+
+  /** Adds the builder to the app, or changes their role there. */
+  async addToApp(appId: string, builderId: string, role: AppBuilderRole = 'member'): Promise<void> {
+    await this.ctx.db.run(
+      `INSERT INTO app_builders (app_id, builder_id, role, created_at) VALUES (?, ?, ?, ?)
+       ON CONFLICT (app_id, builder_id) DO UPDATE SET role = excluded.role`,
+      [appId, builderId, role, this.ctx.clock.nowMs()],
+    );
+  }
+
+  async removeFromApp(appId: string, builderId: string): Promise<boolean> {
+    const result = await this.ctx.db.run('DELETE FROM app_builders WHERE app_id = ? AND builder_id = ?', [
+      appId,
+      builderId,
+    ]);
+    return result.changes > 0;
+  }
+
+  /** The builder's role in the app, or null when they are not a member of it. */
+  async appRole(appId: string, builderId: string): Promise<AppBuilderRole | null> {
+    const row = await this.ctx.db.get<{ role: AppBuilderRole }>(
+      'SELECT role FROM app_builders WHERE app_id = ? AND builder_id = ?',
+      [appId, builderId],
+    );
+    return row?.role ?? null;
+  }
+
+  async listForApp(appId: string): Promise<Array<BuilderRecord & { appRole: AppBuilderRole }>> {
+    const rows = await this.ctx.db.all<BuilderRow & { app_role: AppBuilderRole }>(
+      `SELECT ${COLUMNS}, ab.role AS app_role FROM builders b
+       JOIN app_builders ab ON ab.builder_id = b.id
+       WHERE ab.app_id = ? ORDER BY ab.created_at, b.id`,
+      [appId],
+    );
+    return rows.map((row) => ({ ...toBuilder(row), appRole: row.app_role }));
+  }
+}

@@ -1,0 +1,320 @@
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import {
+  ForeignKeyViolationError,
+  MIGRATIONS,
+  MigrationError,
+  SqliteDriver,
+  StoreBusyError,
+  StoreClosedError,
+  TransactionMisuseError,
+  UniqueViolationError,
+  migrate,
+  newId,
+  normalizeParams,
+  openStore,
+  parseApiKey,
+  systemClock,
+  toPostgresPlaceholders,
+} from '../../server/store/index.js';
+import type { Migration } from '../../server/store/index.js';
+import { freshStore, tempDir } from './helpers.js';
+
+describe('migrations', () => {
+  it('apply on a fresh file and are idempotent on reopen', async () => {
+    const { dir, cleanup } = tempDir();
+    try {
+      const first = await openStore({ dataDir: dir });
+      expect(first.migrations.applied).toEqual(MIGRATIONS.map((m) => m.id));
+      const tables = await first.driver.all<{ name: string }>(
+        "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
+      );
+      expect(tables.map((t) => t.name)).toEqual(
+        expect.arrayContaining(['apps', 'storage_rows', 'files', 'upload_reservations', 'grade_attempts', 'schema_migrations']),
+      );
+      await first.close();
+
+      const second = await openStore({ dataDir: dir });
+      expect(second.migrations.applied).toEqual([]);
+      const recorded = await second.driver.all<{ id: string; checksum: string }>('SELECT id, checksum FROM schema_migrations');
+      expect(recorded.map((r) => r.id)).toEqual(MIGRATIONS.map((m) => m.id));
+      expect(recorded.every((r) => /^[0-9a-f]{64}$/.test(r.checksum))).toBe(true);
+      await second.close();
+    } finally {
+      cleanup();
+    }
+  });
+
+  it('let two stores start together on a fresh file: one applies, neither fails', async () => {
+    const { dir, cleanup } = tempDir();
+    try {
+      const [a, b] = await Promise.all([openStore({ dataDir: dir }), openStore({ dataDir: dir })]);
+      expect([...a.migrations.applied, ...b.migrations.applied]).toEqual(MIGRATIONS.map((m) => m.id));
+      await a.close();
+      await b.close();
+    } finally {
+      cleanup();
+    }
+  });
+
+  it('apply a later migration on upgrade, and roll a failing one back entirely', async () => {
+    const { dir, cleanup } = tempDir();
+    const driver = new SqliteDriver({ path: join(dir, 'db.sqlite') });
+    try {
+      await migrate(driver, systemClock);
+      const extra: Migration = {
+        id: '9000_extra',
+        sql: { sqlite: ['CREATE TABLE extra (id TEXT PRIMARY KEY)'], postgres: ['CREATE TABLE extra (id TEXT PRIMARY KEY)'] },
+      };
+      expect((await migrate(driver, systemClock, [...MIGRATIONS, extra])).applied).toEqual(['9000_extra']);
+
+      const broken: Migration = {
+        id: '9001_broken',
+        sql: { sqlite: ['CREATE TABLE half (id TEXT)', 'CREATE TABLE nonsense ('], postgres: [] },
+      };
+      await expect(migrate(driver, systemClock, [...MIGRATIONS, extra, broken])).rejects.toThrow();
+      const half = await driver.get("SELECT name FROM sqlite_master WHERE name = 'half'");
+      expect(half).toBeUndefined();
+      const recorded = await driver.get("SELECT id FROM schema_migrations WHERE id = '9001_broken'");
+      expect(recorded).toBeUndefined();
+    } finally {
+      await driver.close();
+      cleanup();
+    }
+  });
+
+  it('refuse a database whose applied migration was edited, or that a newer version migrated', async () => {
+    const { dir, cleanup } = tempDir();
+    try {
+      const path = join(dir, 'tis.sqlite');
+      await (await openStore({ sqlitePath: path })).close();
+      const raw = new Database(path);
+      raw.prepare("UPDATE schema_migrations SET checksum = 'edited' WHERE id = '0001_initial'").run();
+      raw.close();
+      await expect(openStore({ sqlitePath: path })).rejects.toBeInstanceOf(MigrationError);
+
+      const raw2 = new Database(path);
+      raw2.prepare("DELETE FROM schema_migrations WHERE id = '0001_initial'").run();
+      raw2.prepare("INSERT INTO schema_migrations (id, checksum, applied_at) VALUES ('9999_future', 'x', 0)").run();
+      raw2.close();
+      await expect(openStore({ sqlitePath: path })).rejects.toThrow(/newer version/);
+    } finally {
+      cleanup();
+    }
+  });
+});
+
+describe('SQLite driver', () => {
+  it('opens in WAL mode with synchronous=FULL, foreign keys on and a busy timeout', async () => {
+    const { dir, cleanup } = tempDir();
+    const driver = new SqliteDriver({ path: join(dir, 'x', 'db.sqlite'), busyTimeoutMs: 1234 });
+    try {
+      expect(driver.pragma('journal_mode')).toBe('wal');
+      expect(driver.pragma('synchronous')).toBe(2); // FULL
+      expect(driver.pragma('foreign_keys')).toBe(1);
+      expect(driver.pragma('busy_timeout')).toBe(1234);
+    } finally {
+      await driver.close();
+      cleanup();
+    }
+  });
+
+  it('commits when the callback resolves and rolls back when it throws', async () => {
+    const { store, done } = await freshStore();
+    const db = store.driver;
+    try {
+      await db.run('CREATE TABLE t (id TEXT PRIMARY KEY, n INTEGER)');
+      await db.transaction(async (tx) => {
+        await tx.run('INSERT INTO t VALUES (?, ?)', ['a', 1]);
+      });
+      await expect(
+        db.transaction(async (tx) => {
+          await tx.run('INSERT INTO t VALUES (?, ?)', ['b', 2]);
+          throw new Error('boom');
+        }),
+      ).rejects.toThrow('boom');
+      expect(await db.all('SELECT id FROM t ORDER BY id')).toEqual([{ id: 'a' }]);
+    } finally {
+      await done();
+    }
+  });
+
+  it('turns a nested transaction into a savepoint that rolls back alone', async () => {
+    const { store, done } = await freshStore();
+    const db = store.driver;
+    try {
+      await db.run('CREATE TABLE t (id TEXT PRIMARY KEY)');
+      await db.transaction(async (tx) => {
+        await tx.run("INSERT INTO t VALUES ('outer')");
+        await expect(
+          tx.transaction(async (inner) => {
+            await inner.run("INSERT INTO t VALUES ('inner')");
+            throw new Error('inner fails');
+          }),
+        ).rejects.toThrow('inner fails');
+        await tx.transaction(async (inner) => {
+          await inner.run("INSERT INTO t VALUES ('inner2')");
+        });
+      });
+      expect(await db.all('SELECT id FROM t ORDER BY id')).toEqual([{ id: 'inner2' }, { id: 'outer' }]);
+    } finally {
+      await done();
+    }
+  });
+
+  it('refuses, instead of deadlocking, the store itself or an outer handle used inside a transaction', async () => {
+    const { store, done } = await freshStore();
+    const db = store.driver;
+    try {
+      await db.run('CREATE TABLE t (id TEXT PRIMARY KEY)');
+      await expect(db.transaction(async () => db.get('SELECT 1 AS one'))).rejects.toBeInstanceOf(TransactionMisuseError);
+      await expect(db.transaction(async () => db.transaction(async () => 1))).rejects.toBeInstanceOf(TransactionMisuseError);
+      await expect(db.transaction(async () => store.apps.list())).rejects.toBeInstanceOf(TransactionMisuseError);
+      await expect(
+        db.transaction(async (tx) => tx.transaction(async () => tx.run("INSERT INTO t VALUES ('x')"))),
+      ).rejects.toBeInstanceOf(TransactionMisuseError);
+      let leaked: { run: (sql: string) => Promise<unknown> } | undefined;
+      await db.transaction(async (tx) => {
+        leaked = tx;
+      });
+      await expect(leaked?.run("INSERT INTO t VALUES ('late')")).rejects.toBeInstanceOf(TransactionMisuseError);
+      // The store is still usable afterwards.
+      expect(await db.all('SELECT id FROM t')).toEqual([]);
+    } finally {
+      await done();
+    }
+  });
+
+  it('runs parallel statements of one transaction one after another', async () => {
+    const { store, done } = await freshStore();
+    const db = store.driver;
+    try {
+      await db.run('CREATE TABLE t (id INTEGER PRIMARY KEY)');
+      await db.transaction(async (tx) => {
+        await Promise.all(Array.from({ length: 20 }, (_, i) => tx.run('INSERT INTO t VALUES (?)', [i])));
+        await Promise.all([
+          tx.transaction(async (inner) => inner.run('INSERT INTO t VALUES (100)')),
+          tx.run('INSERT INTO t VALUES (101)'),
+          tx.transaction(async (inner) => inner.run('INSERT INTO t VALUES (102)')),
+        ]);
+      });
+      expect((await db.get<{ n: number }>('SELECT COUNT(*) AS n FROM t'))?.n).toBe(23);
+    } finally {
+      await done();
+    }
+  });
+
+  it('never lets a read outside a transaction see its uncommitted writes', async () => {
+    const { store, done } = await freshStore();
+    const db = store.driver;
+    try {
+      await db.run('CREATE TABLE t (id TEXT PRIMARY KEY)');
+      let inserted!: () => void;
+      const insertedPromise = new Promise<void>((resolve) => (inserted = resolve));
+      const writer = db
+        .transaction(async (tx) => {
+          await tx.run("INSERT INTO t VALUES ('ghost')");
+          inserted();
+          await sleep(50);
+          throw new Error('rolled back');
+        })
+        .catch(() => 'rolled back');
+      await insertedPromise;
+      const read = await db.get("SELECT id FROM t WHERE id = 'ghost'");
+      expect(read).toBeUndefined();
+      expect(await writer).toBe('rolled back');
+    } finally {
+      await done();
+    }
+  });
+
+  it('waits for another connection’s write lock without blocking the event loop, and gives up after the busy timeout', async () => {
+    const { dir, cleanup } = tempDir();
+    const path = join(dir, 'db.sqlite');
+    const a = new SqliteDriver({ path });
+    const b = new SqliteDriver({ path, busyTimeoutMs: 2000 });
+    const impatient = new SqliteDriver({ path, busyTimeoutMs: 30 });
+    try {
+      await a.run('CREATE TABLE t (id TEXT PRIMARY KEY)');
+      let ticks = 0;
+      const timer = setInterval(() => (ticks += 1), 5);
+      let locked!: () => void;
+      const lockedPromise = new Promise<void>((resolve) => (locked = resolve));
+      const holder = a.transaction(async (tx) => {
+        await tx.run("INSERT INTO t VALUES ('a')");
+        locked();
+        await sleep(150);
+      });
+      await lockedPromise;
+      await expect(impatient.run("INSERT INTO t VALUES ('c')")).rejects.toBeInstanceOf(StoreBusyError);
+      await b.run("INSERT INTO t VALUES ('b')");
+      await holder;
+      clearInterval(timer);
+      expect(ticks).toBeGreaterThan(5);
+      expect(await b.all('SELECT id FROM t ORDER BY id')).toEqual([{ id: 'a' }, { id: 'b' }]);
+    } finally {
+      await Promise.all([a.close(), b.close(), impatient.close()]);
+      cleanup();
+    }
+  });
+
+  it('maps constraint failures to typed errors and refuses undefined parameters', async () => {
+    const { store, done } = await freshStore();
+    const db = store.driver;
+    try {
+      await db.run('CREATE TABLE p (id TEXT PRIMARY KEY)');
+      await db.run('CREATE TABLE c (id TEXT PRIMARY KEY, p TEXT REFERENCES p (id))');
+      await db.run("INSERT INTO p VALUES ('x')");
+      await expect(db.run("INSERT INTO p VALUES ('x')")).rejects.toBeInstanceOf(UniqueViolationError);
+      await expect(db.run("INSERT INTO c VALUES ('1', 'missing')")).rejects.toBeInstanceOf(ForeignKeyViolationError);
+      await expect(db.run('INSERT INTO p VALUES (?)', [undefined as unknown as string])).rejects.toThrow(/undefined/);
+      expect(normalizeParams([true, false, 'a', 1, null])).toEqual([1, 0, 'a', 1, null]);
+    } finally {
+      await done();
+    }
+  });
+
+  it('routes a writing statement given to get() through a transaction', async () => {
+    const { store, done } = await freshStore();
+    const db = store.driver;
+    try {
+      await db.run('CREATE TABLE t (id TEXT PRIMARY KEY, n INTEGER)');
+      const row = await db.get<{ id: string }>("INSERT INTO t VALUES ('r', 1) RETURNING id");
+      expect(row).toEqual({ id: 'r' });
+    } finally {
+      await done();
+    }
+  });
+
+  it('answers StoreClosedError after close', async () => {
+    const { store, done } = await freshStore();
+    await done();
+    await expect(store.apps.list()).rejects.toBeInstanceOf(StoreClosedError);
+    await expect(store.driver.run('SELECT 1')).rejects.toBeInstanceOf(StoreClosedError);
+    await store.close(); // idempotent
+  });
+});
+
+describe('portability helpers and IDs', () => {
+  it('translates ? placeholders to $n outside literals, identifiers and comments', () => {
+    expect(toPostgresPlaceholders('SELECT a FROM t WHERE a = ? AND b = ?')).toBe('SELECT a FROM t WHERE a = $1 AND b = $2');
+    expect(toPostgresPlaceholders(`SELECT '?', "we?rd", 'it''s ?' -- what?\n, ? /* ? */ , ?`)).toBe(
+      `SELECT '?', "we?rd", 'it''s ?' -- what?\n, $1 /* ? */ , $2`,
+    );
+  });
+
+  it('makes prefixed IDs with 26 characters of base32', () => {
+    const ids = new Set(Array.from({ length: 1000 }, () => newId('att')));
+    expect(ids.size).toBe(1000);
+    for (const id of ids) expect(id).toMatch(/^att_[a-z2-7]{26}$/);
+  });
+
+  it('parses the app ID out of a key whose secret contains underscores', () => {
+    const appId = newId('app');
+    expect(parseApiKey(`ltiaas_${appId}_${'_'.repeat(20)}${'a'.repeat(23)}`)).toEqual({ appId });
+    expect(parseApiKey(`ltiaas_${appId}_short`)).toBeNull();
+    expect(parseApiKey('Bearer nonsense')).toBeNull();
+  });
+});

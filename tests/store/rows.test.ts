@@ -1,0 +1,237 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import {
+  InvalidRowBodyError,
+  MEMBER_ROW_MAX_BYTES,
+  RowTooLargeError,
+  SHARED_ROW_MAX_BYTES,
+  openStore,
+  rowMaxBytes,
+} from '../../server/store/index.js';
+import type { JsonObject, RowKey } from '../../server/store/index.js';
+import { freshStore, seedCourse } from './helpers.js';
+
+const BIG = { maxBytes: SHARED_ROW_MAX_BYTES };
+
+describe('storage rows', () => {
+  it('reads a never-written row as {} and returns what was written, as compact JSON in write order', async () => {
+    const { store, done } = await freshStore();
+    try {
+      const c = await seedCourse(store);
+      const key: RowKey = { appId: c.appId, contextId: c.contextId, kind: 'context' };
+      expect(await store.rows.getRow(key)).toBe('{}');
+      expect(await store.rows.getRecord(key)).toBeNull();
+      const { size } = await store.rows.putRow(key, { zeta: 1, alpha: { 'ü': 'ß' }, '10': true, '2': null }, BIG);
+      const text = await store.rows.getRow(key);
+      expect(text).toBe('{"2":null,"10":true,"zeta":1,"alpha":{"ü":"ß"}}');
+      expect(size).toBe(Buffer.byteLength(text, 'utf8'));
+      expect((await store.rows.getRecord(key))?.size).toBe(size);
+    } finally {
+      await done();
+    }
+  });
+
+  it('keeps the four rows of a course apart', async () => {
+    const { store, done } = await freshStore();
+    try {
+      const c = await seedCourse(store);
+      const base = { appId: c.appId, contextId: c.contextId };
+      const keys: RowKey[] = [
+        { ...base, kind: 'context' },
+        { ...base, kind: 'location', locationId: c.locationId },
+        { ...base, kind: 'member', memberId: c.studentMemberId },
+        { ...base, kind: 'member_location', locationId: c.locationId, memberId: c.studentMemberId },
+        { ...base, kind: 'member', memberId: c.teacherMemberId },
+      ];
+      for (const [i, key] of keys.entries()) await store.rows.putRow(key, { i }, BIG);
+      for (const [i, key] of keys.entries()) expect(await store.rows.getRow(key)).toBe(`{"i":${i}}`);
+      await expect(store.rows.getRow({ ...base, kind: 'location', locationId: '' })).rejects.toThrow(/locationId/);
+      expect(rowMaxBytes('member')).toBe(MEMBER_ROW_MAX_BYTES);
+      expect(rowMaxBytes('member_location')).toBe(524_288);
+      expect(rowMaxBytes('context')).toBe(1_048_576);
+      expect(rowMaxBytes('location')).toBe(SHARED_ROW_MAX_BYTES);
+    } finally {
+      await done();
+    }
+  });
+
+  it('lands 60 concurrent patches of different keys of one row', async () => {
+    const { store, done } = await freshStore();
+    try {
+      const c = await seedCourse(store);
+      const key: RowKey = { appId: c.appId, contextId: c.contextId, kind: 'member', memberId: c.studentMemberId };
+      await store.rows.putRow(key, { keep: 'me' }, BIG);
+      await Promise.all(
+        Array.from({ length: 60 }, (_, i) =>
+          store.rows.patchRow(key, (row) => ({ ...row, [`k${i}`]: i }), { maxBytes: MEMBER_ROW_MAX_BYTES }),
+        ),
+      );
+      const row = JSON.parse(await store.rows.getRow(key)) as JsonObject;
+      expect(Object.keys(row)).toHaveLength(61);
+      expect(row['keep']).toBe('me');
+      for (let i = 0; i < 60; i += 1) expect(row[`k${i}`]).toBe(i);
+    } finally {
+      await done();
+    }
+  });
+
+  it('lands concurrent patches from two stores on the same file', async () => {
+    const { store, path, done } = await freshStore();
+    const second = await openStore({ sqlitePath: path });
+    try {
+      const c = await seedCourse(store);
+      const key: RowKey = { appId: c.appId, contextId: c.contextId, kind: 'context' };
+      await Promise.all(
+        Array.from({ length: 60 }, (_, i) =>
+          (i % 2 === 0 ? store : second).rows.patchRow(key, (row) => ({ ...row, [`k${i}`]: i }), BIG),
+        ),
+      );
+      expect(Object.keys(JSON.parse(await second.rows.getRow(key)) as JsonObject)).toHaveLength(60);
+    } finally {
+      await second.close();
+      await done();
+    }
+  });
+
+  it('leaves the row unchanged when the patch function throws', async () => {
+    const { store, done } = await freshStore();
+    try {
+      const c = await seedCourse(store);
+      const key: RowKey = { appId: c.appId, contextId: c.contextId, kind: 'context' };
+      await store.rows.putRow(key, { a: 1 }, BIG);
+      const before = await store.rows.getRecord(key);
+      await expect(
+        store.rows.patchRow(
+          key,
+          () => {
+            throw new Error('test failed: /a is not 2');
+          },
+          BIG,
+        ),
+      ).rejects.toThrow('test failed');
+      expect(await store.rows.getRecord(key)).toEqual(before);
+
+      const fresh: RowKey = { appId: c.appId, contextId: c.contextId, kind: 'location', locationId: c.locationId };
+      await expect(
+        store.rows.patchRow(
+          fresh,
+          () => {
+            throw new Error('no');
+          },
+          BIG,
+        ),
+      ).rejects.toThrow('no');
+      expect(await store.rows.getRecord(fresh)).toBeNull();
+      await expect(store.rows.patchRow(fresh, () => [] as unknown as JsonObject, BIG)).rejects.toBeInstanceOf(
+        InvalidRowBodyError,
+      );
+      expect(await store.rows.getRecord(fresh)).toBeNull();
+    } finally {
+      await done();
+    }
+  });
+
+  it('refuses a write over maxBytes and writes nothing', async () => {
+    const { store, done } = await freshStore();
+    try {
+      const c = await seedCourse(store);
+      const key: RowKey = { appId: c.appId, contextId: c.contextId, kind: 'member', memberId: c.studentMemberId };
+      await store.rows.putRow(key, { small: true }, { maxBytes: MEMBER_ROW_MAX_BYTES });
+      // {"s":"…"} is 8 bytes of punctuation plus the string; "é" is 2 bytes in UTF-8.
+      const exactly = { s: 'é'.repeat((MEMBER_ROW_MAX_BYTES - 8) / 2) };
+      expect((await store.rows.putRow(key, exactly, { maxBytes: MEMBER_ROW_MAX_BYTES })).size).toBe(MEMBER_ROW_MAX_BYTES);
+      const over = { s: 'é'.repeat((MEMBER_ROW_MAX_BYTES - 8) / 2) + 'x' };
+      const err = await store.rows.putRow(key, over, { maxBytes: MEMBER_ROW_MAX_BYTES }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(RowTooLargeError);
+      expect(err).toMatchObject({ size: MEMBER_ROW_MAX_BYTES + 1, maxBytes: MEMBER_ROW_MAX_BYTES });
+      expect(await store.rows.getRow(key)).toBe(JSON.stringify(exactly));
+
+      await store.rows.putRow(key, { small: true }, { maxBytes: MEMBER_ROW_MAX_BYTES });
+      await expect(
+        store.rows.patchRow(key, (row) => ({ ...row, big: 'x'.repeat(MEMBER_ROW_MAX_BYTES) }), {
+          maxBytes: MEMBER_ROW_MAX_BYTES,
+        }),
+      ).rejects.toBeInstanceOf(RowTooLargeError);
+      expect(await store.rows.getRow(key)).toBe('{"small":true}');
+      await expect(store.rows.putRow(key, null as unknown as JsonObject, BIG)).rejects.toBeInstanceOf(InvalidRowBodyError);
+    } finally {
+      await done();
+    }
+  });
+
+  it('discards a course’s rows, files, uploads, provisioning and tokens together (Sandbox reset)', async () => {
+    const { store, done } = await freshStore();
+    try {
+      const c = await seedCourse(store);
+      const key: RowKey = { appId: c.appId, contextId: c.contextId, kind: 'context' };
+      await store.rows.putRow(key, { a: 1 }, BIG);
+      const upload = await store.files.reserveUpload({
+        row: key,
+        key: 'a.txt',
+        size: 10,
+        contentType: 'text/plain',
+        filename: 'a.txt',
+        attachment: false,
+      });
+      const done1 = await store.files.completeUpload(upload.id);
+      const pending = await store.files.reserveUpload({
+        row: key,
+        key: 'b.txt',
+        size: 10,
+        contentType: 'text/plain',
+        filename: 'b.txt',
+        attachment: false,
+      });
+      await store.provisioning.markProvisioned({ appId: c.appId, contextId: c.contextId });
+      const { token } = await store.apiTokens.issue({ kind: 'launch', appId: c.appId, contextId: c.contextId });
+
+      const { blobIds } = await store.discardContextData(c.appId, c.contextId);
+      expect(blobIds.sort()).toEqual([done1.file.blobId, pending.blobId].sort());
+      expect(await store.rows.getRow(key)).toBe('{}');
+      expect(await store.files.list(key)).toEqual([]);
+      expect(await store.provisioning.get({ appId: c.appId, contextId: c.contextId })).toBeNull();
+      expect((await store.apiTokens.verify(token)).status).toBe('revoked');
+      expect(await store.contexts.get(c.contextId)).not.toBeNull();
+    } finally {
+      await done();
+    }
+  });
+});
+
+describe('store.transaction', () => {
+  it('commits writes of several repositories together or not at all', async () => {
+    const { store, done } = await freshStore();
+    try {
+      const c = await seedCourse(store);
+      const ctxKey: RowKey = { appId: c.appId, contextId: c.contextId, kind: 'context' };
+      await expect(
+        store.transaction(async (tx) => {
+          await tx.rows.putRow(ctxKey, { written: true }, BIG);
+          await tx.provisioning.markProvisioned({ appId: c.appId, contextId: c.contextId });
+          throw new Error('abort');
+        }),
+      ).rejects.toThrow('abort');
+      expect(await store.rows.getRow(ctxKey)).toBe('{}');
+      expect(await store.provisioning.get({ appId: c.appId, contextId: c.contextId })).toBeNull();
+
+      await store.transaction(async (tx) => {
+        await tx.rows.patchRow(ctxKey, (row) => ({ ...row, n: 1 }), BIG); // a savepoint inside
+        await tx.provisioning.markProvisioned({ appId: c.appId, contextId: c.contextId });
+      });
+      expect(await store.rows.getRow(ctxKey)).toBe('{"n":1}');
+    } finally {
+      await done();
+    }
+  });
+
+  it('opens a data directory by name', async () => {
+    const { dir, done } = await freshStore();
+    try {
+      const other = await openStore({ dataDir: join(dir, 'nested', 'data') });
+      expect(other.dialect).toBe('sqlite');
+      await other.close();
+    } finally {
+      await done();
+    }
+  });
+});
