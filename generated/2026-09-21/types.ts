@@ -1182,8 +1182,8 @@ export interface components {
             size: number;
             /**
              * @description The media type downloads are served with, for example `application/pdf` or `text/csv; charset=utf-8`.
-             *     Omitted or empty: guessed from `filename`, or from the key when `filename` is empty too, falling back to
-             *     `application/octet-stream`. Anything that is not a media type answers 422
+             *     Omitted or empty: guessed from the extension of `filename`, else from the extension of the key, falling
+             *     back to `application/octet-stream`. Anything that is not a media type answers 422
              *     `mimetype must be a media type such as text/plain`.
              */
             mimetype?: string;
@@ -3734,7 +3734,8 @@ export interface operations {
             };
             /**
              * @description The file's size differs from the signed size, there is no `file` part, or a part follows `file`
-             *     (decision GAP-05). Nothing is stored.
+             *     (decision GAP-05), or the body is not a complete multipart form (it ends early or breaks the
+             *     format). Nothing is stored.
              */
             422: {
                 headers: {

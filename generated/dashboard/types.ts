@@ -1462,8 +1462,13 @@ export interface components {
          *     are accepted and ignored.
          */
         LtiLineItem: {
-            /** Format: uri */
-            readonly id?: string;
+            /**
+             * Format: uri
+             * @description The line item's URL, assigned by the Sandbox LMS. Accepted and ignored in a request body, because AGS
+             *     clients replace a line item by PUTting back what they read (so it is not marked `readOnly`, which
+             *     validators enforce by refusing it in requests).
+             */
+            id?: string;
             scoreMaximum: number;
             label: string;
             resourceId?: string;

@@ -1,10 +1,11 @@
 /**
  * The service's data layer. Every read and write of the service goes through the `Store` this module
- * opens; the repositories are written once against the `Driver` seam, so the PostgreSQL driver (a later
- * issue) reuses them unchanged.
+ * opens; the repositories are written once against the `Driver` seam, over SQLite (the embedded default)
+ * or PostgreSQL (several instances of the service on one database).
  *
  * Usage:
  *   const store = await openStore({ dataDir: process.env.DATA_DIR ?? 'data' });
+ *   // or, on PostgreSQL: openStore({ databaseUrl: process.env.DATABASE_URL })
  *   const app = await store.apps.get(appId);
  *   await store.transaction(async (tx) => { ... tx.rows ... tx.files ... });   // all or nothing
  *   await store.close();
@@ -29,6 +30,8 @@ import { SecretsRepo } from './repos/secrets.js';
 import { SandboxLmsRepo } from './repos/sandbox-lms.js';
 import { SigningKeysRepo } from './repos/signing-keys.js';
 import { ApiTokensRepo } from './repos/tokens.js';
+import { PostgresDriver } from './postgres.js';
+import type { PostgresDriverOptions } from './postgres.js';
 import { SqliteDriver } from './sqlite.js';
 import type { Clock } from './time.js';
 import { systemClock } from './time.js';
@@ -78,10 +81,19 @@ export interface Store extends Repositories {
 export type OpenStoreOptions = (
   | { dataDir: string }
   | { sqlitePath: string }
-  /** An already open driver (e.g. PostgreSQL); the store takes ownership and closes it. */
+  /**
+   * PostgreSQL (`postgres://` or `postgresql://`), the service's `DATABASE_URL`. `schema` names the
+   * schema holding the tables (default: the role's search path); `maxConnections` sizes this
+   * instance's pool (default 10).
+   */
+  | { databaseUrl: string; schema?: string; maxConnections?: number }
+  /** An already open driver; the store takes ownership and closes it. */
   | { driver: RootDriver }
 ) & {
-  /** SQLite: how long a writer waits for another process's write lock. Default 5000 ms. */
+  /**
+   * How long a write waits for another connection's lock before `StoreBusyError`: SQLite's write lock,
+   * PostgreSQL's row and table locks (`lock_timeout`). Default 5000 ms.
+   */
   busyTimeoutMs?: number;
   clock?: Clock;
 };
@@ -114,12 +126,31 @@ export function createRepositories(db: Driver, clock: Clock = systemClock): Repo
   };
 }
 
+/** Refuses anything but a PostgreSQL URL: a typo in `DATABASE_URL` must not fall back to another store. */
+function postgresOptions(options: {
+  databaseUrl: string;
+  schema?: string;
+  maxConnections?: number;
+  busyTimeoutMs?: number;
+}): PostgresDriverOptions {
+  if (!/^postgres(?:ql)?:\/\//i.test(options.databaseUrl)) {
+    throw new TypeError('databaseUrl must be a postgres:// or postgresql:// URL');
+  }
+  const result: PostgresDriverOptions = { connectionString: options.databaseUrl };
+  if (options.schema !== undefined) result.schema = options.schema;
+  if (options.maxConnections !== undefined) result.maxConnections = options.maxConnections;
+  if (options.busyTimeoutMs !== undefined) result.lockTimeoutMs = options.busyTimeoutMs;
+  return result;
+}
+
 /** Opens the store and brings its schema up to date. */
 export async function openStore(options: OpenStoreOptions): Promise<Store> {
   const clock = options.clock ?? systemClock;
   let driver: RootDriver;
   if ('driver' in options) {
     driver = options.driver;
+  } else if ('databaseUrl' in options) {
+    driver = new PostgresDriver(postgresOptions(options));
   } else {
     const path = 'sqlitePath' in options ? options.sqlitePath : join(options.dataDir, SQLITE_FILE_NAME);
     driver = new SqliteDriver(
@@ -158,6 +189,8 @@ export { normalizeParams, toPostgresPlaceholders } from './driver.js';
 export * from './errors.js';
 export { SqliteDriver } from './sqlite.js';
 export type { SqliteDriverOptions } from './sqlite.js';
+export { PostgresDriver, mapPostgresError } from './postgres.js';
+export type { PostgresDriverOptions } from './postgres.js';
 export { MIGRATIONS, migrate, migrationChecksum } from './migrations.js';
 export type { Migration, MigrateResult } from './migrations.js';
 export type { Clock } from './time.js';

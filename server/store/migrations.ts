@@ -385,6 +385,11 @@ export interface MigrateResult {
 /**
  * Brings the schema up to date. Safe to run from several processes at once: each migration is checked
  * and applied inside one write transaction, so exactly one process applies it.
+ *
+ * On PostgreSQL, writers are not serialized as on SQLite and two concurrent `CREATE TABLE`s of one name
+ * fail instead of waiting, so a run holds an advisory lock (one per schema) for its whole length, in one
+ * transaction: DDL is transactional there, so an upgrade applies entirely or not at all, and a process
+ * starting meanwhile waits, then finds the schema current.
  */
 export async function migrate(
   db: Driver,
@@ -398,6 +403,29 @@ export async function migrate(
       throw new MigrationError(`migration ids must be strictly increasing: ${prev.id} then ${cur.id}`);
     }
   }
+  if (db.dialect === 'postgres') {
+    return db.transaction(async (tx) => {
+      await lockMigrationsPostgres(tx);
+      return applyMigrations(tx, clock, migrations);
+    });
+  }
+  return applyMigrations(db, clock, migrations);
+}
+
+/** Advisory lock key space of the migrations ("tis"); the second key is the schema's. */
+const MIGRATION_LOCK_CLASS = 0x746973;
+/** A migration of a large table may take long; the driver's short lock timeout does not apply here. */
+const MIGRATION_LOCK_WAIT_MS = 600_000;
+
+async function lockMigrationsPostgres(tx: Driver): Promise<void> {
+  const saved = await tx.get<{ value: string }>("SELECT current_setting('lock_timeout') AS value");
+  await tx.run(`SET LOCAL lock_timeout = ${MIGRATION_LOCK_WAIT_MS}`);
+  await tx.get(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_CLASS}, hashtext(coalesce(current_schema(), '')))`);
+  // The migrations' own DDL waits for table locks no longer than any other statement.
+  await tx.get("SELECT set_config('lock_timeout', ?, true)", [saved?.value ?? '0']);
+}
+
+async function applyMigrations(db: Driver, clock: Clock, migrations: readonly Migration[]): Promise<MigrateResult> {
   await db.run(MIGRATIONS_TABLE);
 
   const known = new Set(migrations.map((m) => m.id));

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { digestsEqual, sha256Hex } from '../../server/store/ids.js';
 import { NoApiKeyError, apiKeyHint } from '../../server/store/index.js';
-import { ManualClock, freshStore } from './helpers.js';
+import { ManualClock, STORE_TARGETS } from './helpers.js';
 
-describe('apps', () => {
+describe.each(STORE_TARGETS)('apps ($name)', (target) => {
   it('registers a self-hosted tool in draft with a key shown once and stored only as a digest', async () => {
-    const { store, done } = await freshStore();
+    const { store, done } = await target.fresh();
     try {
       const { app, apiKey } = await store.apps.create({ name: 'Quizzer', hosting: 'self_hosted', description: 'Quizzes' });
       expect(app.id).toMatch(/^app_[a-z2-7]{26}$/);
@@ -32,7 +32,7 @@ describe('apps', () => {
   });
 
   it('verifies the key, refuses near misses, and refuses the old key at once after rotation', async () => {
-    const { store, done } = await freshStore();
+    const { store, done } = await target.fresh();
     try {
       const { app, apiKey } = await store.apps.create({ name: 'Quizzer', hosting: 'self_hosted' });
       const key = apiKey!;
@@ -62,7 +62,7 @@ describe('apps', () => {
   });
 
   it('gives hosted tools no key and refuses to rotate one', async () => {
-    const { store, done } = await freshStore();
+    const { store, done } = await target.fresh();
     try {
       const { app, apiKey } = await store.apps.create({ name: 'Hosted', hosting: 'hosted' });
       expect(apiKey).toBeNull();
@@ -75,7 +75,7 @@ describe('apps', () => {
 
   it('changes settings but not status or hosting, and moves status as the platform team does', async () => {
     const clock = new ManualClock();
-    const { store, done } = await freshStore({ clock });
+    const { store, done } = await target.fresh({ clock });
     try {
       const { app } = await store.apps.create({ name: 'Quizzer', hosting: 'self_hosted', contractVersion: '2026-08-25' });
       expect(app.contractVersion).toBe('2026-08-25');
@@ -106,7 +106,7 @@ describe('apps', () => {
   });
 
   it('registers the Home location with a new tool unless told not to', async () => {
-    const { store, done } = await freshStore();
+    const { store, done } = await target.fresh();
     try {
       const { app } = await store.apps.create({ name: 'With home', hosting: 'self_hosted' });
       const stored = await store.locations.listStored(app.id);
@@ -131,9 +131,9 @@ describe('digest comparison', () => {
   });
 });
 
-describe('builders', () => {
+describe.each(STORE_TARGETS)('builders ($name)', (target) => {
   it('issues tisb_ tokens stored as digests, verifies and rotates them, and tracks app membership', async () => {
-    const { store, done } = await freshStore();
+    const { store, done } = await target.fresh();
     try {
       const { builder, token } = await store.builders.create({ name: 'Grace', email: ' Grace@Example.com ' });
       expect(builder.id).toMatch(/^bld_/);

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { DefaultLocationError, DuplicateExtidError, ExtidPermanentError } from '../../server/store/index.js';
-import { ManualClock, freshStore, seedCourse } from './helpers.js';
+import { ManualClock, STORE_TARGETS, seedCourse } from './helpers.js';
 
-describe('organizations, contexts, users and members', () => {
+describe.each(STORE_TARGETS)('organizations, contexts, users and members ($name)', (target) => {
   it('upserts on sight: an unseen deployment is a new school, the same person at two schools is two users', async () => {
-    const { store, done } = await freshStore();
+    const { store, done } = await target.fresh();
     try {
       const school = { issuer: 'https://canvas.example.edu', client: 'c1', deployment: 'd1', title: 'Example U' };
       const a = await store.organizations.upsert(school);
@@ -44,7 +44,7 @@ describe('organizations, contexts, users and members', () => {
   });
 
   it('agrees on one record when first launches of the same person race', async () => {
-    const { store, done } = await freshStore();
+    const { store, done } = await target.fresh();
     try {
       const org = await store.organizations.upsert({ issuer: 'i', client: 'c', deployment: 'd', title: 't' });
       const users = await Promise.all(
@@ -57,7 +57,7 @@ describe('organizations, contexts, users and members', () => {
   });
 
   it('creates Sandbox courses and copies', async () => {
-    const { store, done } = await freshStore();
+    const { store, done } = await target.fresh();
     try {
       const { app } = await store.apps.create({ name: 'T', hosting: 'self_hosted' });
       const org = await store.organizations.upsert({ issuer: 'https://tis.example.edu', client: 'sandbox', deployment: app.id, title: 'Sandbox' });
@@ -77,9 +77,9 @@ describe('organizations, contexts, users and members', () => {
   });
 });
 
-describe('locations and placements', () => {
+describe.each(STORE_TARGETS)('locations and placements ($name)', (target) => {
   it('binds an extid to its location for good, hides dropped extids and keeps placements launching', async () => {
-    const { store, done } = await freshStore();
+    const { store, done } = await target.fresh();
     try {
       const { app } = await store.apps.create({ name: 'T', hosting: 'self_hosted', homeLocation: false });
       const first = await store.locations.syncServed(app.id, [
@@ -104,7 +104,7 @@ describe('locations and placements', () => {
   });
 
   it('manages archived stored locations: order, params, duplicate and permanent extids, the Home location', async () => {
-    const { store, done } = await freshStore();
+    const { store, done } = await target.fresh();
     try {
       const course = await seedCourse(store);
       const home = (await store.locations.listStored(course.appId))[0]!;
@@ -144,7 +144,7 @@ describe('locations and placements', () => {
   });
 
   it('stores the entry copy of a placement and finds it by resource link', async () => {
-    const { store, done } = await freshStore();
+    const { store, done } = await target.fresh();
     try {
       const course = await seedCourse(store);
       const [placement] = await store.placements.listByContext(course.contextId, course.appId);
@@ -164,10 +164,10 @@ describe('locations and placements', () => {
   });
 });
 
-describe('provisioning', () => {
+describe.each(STORE_TARGETS)('provisioning ($name)', (target) => {
   it('sends one request per level, retries after a failure or 60 s, and keeps a provisioned level provisioned', async () => {
     const clock = new ManualClock();
-    const { store, done } = await freshStore({ clock });
+    const { store, done } = await target.fresh({ clock });
     try {
       const course = await seedCourse(store);
       const level = { appId: course.appId, contextId: course.contextId };
@@ -207,10 +207,10 @@ describe('provisioning', () => {
   });
 });
 
-describe('api tokens, launches and launch tickets', () => {
+describe.each(STORE_TARGETS)('api tokens, launches and launch tickets ($name)', (target) => {
   it('issues opaque tokens stored as digests with the lifetimes of decision NS-14', async () => {
     const clock = new ManualClock();
-    const { store, done } = await freshStore({ clock });
+    const { store, done } = await target.fresh({ clock });
     try {
       const course = await seedCourse(store);
       const launch = await store.launches.create({
@@ -260,7 +260,7 @@ describe('api tokens, launches and launch tickets', () => {
 
   it('consumes a launch ticket once, and refuses an expired one', async () => {
     const clock = new ManualClock();
-    const { store, done } = await freshStore({ clock });
+    const { store, done } = await target.fresh({ clock });
     try {
       const { ticket } = await store.launches.createTicket({ jwt: 'eyJ...', callback: 'https://tool.example.com' });
       const results = await Promise.all([store.launches.consumeTicket(ticket), store.launches.consumeTicket(ticket)]);

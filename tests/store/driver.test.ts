@@ -1,6 +1,5 @@
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import {
   ForeignKeyViolationError,
@@ -12,56 +11,67 @@ import {
   TransactionMisuseError,
   UniqueViolationError,
   migrate,
+  migrationChecksum,
   newId,
   normalizeParams,
-  openStore,
   parseApiKey,
   systemClock,
   toPostgresPlaceholders,
 } from '../../server/store/index.js';
-import type { Migration } from '../../server/store/index.js';
-import { freshStore, tempDir } from './helpers.js';
+import type { Migration, RootDriver } from '../../server/store/index.js';
+import { STORE_TARGETS, openAt, tempDir } from './helpers.js';
 
-describe('migrations', () => {
-  it('apply on a fresh file and are idempotent on reopen', async () => {
-    const { dir, cleanup } = tempDir();
+/** Tables of the store's schema, in either dialect. */
+async function tableNames(driver: RootDriver): Promise<string[]> {
+  const rows =
+    driver.dialect === 'sqlite'
+      ? await driver.all<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+      : await driver.all<{ name: string }>(
+          'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY table_name',
+        );
+  return rows.map((r) => r.name);
+}
+
+describe.each(STORE_TARGETS)('migrations ($name)', (target) => {
+  it('apply on a fresh database and are idempotent on reopen', async () => {
+    const { location, done } = await target.emptyDatabase();
     try {
-      const first = await openStore({ dataDir: dir });
+      const first = await openAt(location);
       expect(first.migrations.applied).toEqual(MIGRATIONS.map((m) => m.id));
-      const tables = await first.driver.all<{ name: string }>(
-        "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
-      );
-      expect(tables.map((t) => t.name)).toEqual(
+      expect(await tableNames(first.driver)).toEqual(
         expect.arrayContaining(['apps', 'storage_rows', 'files', 'upload_reservations', 'grade_attempts', 'schema_migrations']),
       );
       await first.close();
 
-      const second = await openStore({ dataDir: dir });
+      const second = await openAt(location);
       expect(second.migrations.applied).toEqual([]);
-      const recorded = await second.driver.all<{ id: string; checksum: string }>('SELECT id, checksum FROM schema_migrations');
+      const recorded = await second.driver.all<{ id: string; checksum: string }>('SELECT id, checksum FROM schema_migrations ORDER BY id');
       expect(recorded.map((r) => r.id)).toEqual(MIGRATIONS.map((m) => m.id));
       expect(recorded.every((r) => /^[0-9a-f]{64}$/.test(r.checksum))).toBe(true);
+      // Both dialects record the same checksums wherever a migration's statements are the same.
+      for (const m of MIGRATIONS) {
+        expect(recorded.find((r) => r.id === m.id)?.checksum).toBe(migrationChecksum(m, target.name));
+      }
       await second.close();
     } finally {
-      cleanup();
+      await done();
     }
   });
 
-  it('let two stores start together on a fresh file: one applies, neither fails', async () => {
-    const { dir, cleanup } = tempDir();
+  it('let several stores start together on a fresh database: one applies, none fails', async () => {
+    const { location, done } = await target.emptyDatabase();
     try {
-      const [a, b] = await Promise.all([openStore({ dataDir: dir }), openStore({ dataDir: dir })]);
-      expect([...a.migrations.applied, ...b.migrations.applied]).toEqual(MIGRATIONS.map((m) => m.id));
-      await a.close();
-      await b.close();
+      const stores = await Promise.all(Array.from({ length: 4 }, () => openAt(location)));
+      const applied = stores.map((s) => s.migrations.applied).filter((a) => a.length > 0);
+      expect(applied).toEqual([MIGRATIONS.map((m) => m.id)]);
+      await Promise.all(stores.map((s) => s.close()));
     } finally {
-      cleanup();
+      await done();
     }
   });
 
   it('apply a later migration on upgrade, and roll a failing one back entirely', async () => {
-    const { dir, cleanup } = tempDir();
-    const driver = new SqliteDriver({ path: join(dir, 'db.sqlite') });
+    const { driver, done } = await target.freshDriver();
     try {
       await migrate(driver, systemClock);
       const extra: Migration = {
@@ -72,36 +82,32 @@ describe('migrations', () => {
 
       const broken: Migration = {
         id: '9001_broken',
-        sql: { sqlite: ['CREATE TABLE half (id TEXT)', 'CREATE TABLE nonsense ('], postgres: [] },
+        sql: {
+          sqlite: ['CREATE TABLE half (id TEXT)', 'CREATE TABLE nonsense ('],
+          postgres: ['CREATE TABLE half (id TEXT)', 'CREATE TABLE nonsense ('],
+        },
       };
       await expect(migrate(driver, systemClock, [...MIGRATIONS, extra, broken])).rejects.toThrow();
-      const half = await driver.get("SELECT name FROM sqlite_master WHERE name = 'half'");
-      expect(half).toBeUndefined();
+      expect(await tableNames(driver)).not.toContain('half');
       const recorded = await driver.get("SELECT id FROM schema_migrations WHERE id = '9001_broken'");
       expect(recorded).toBeUndefined();
+      expect((await migrate(driver, systemClock, [...MIGRATIONS, extra])).applied).toEqual([]);
     } finally {
-      await driver.close();
-      cleanup();
+      await done();
     }
   });
 
   it('refuse a database whose applied migration was edited, or that a newer version migrated', async () => {
-    const { dir, cleanup } = tempDir();
+    const { store, location, done } = await target.fresh();
     try {
-      const path = join(dir, 'tis.sqlite');
-      await (await openStore({ sqlitePath: path })).close();
-      const raw = new Database(path);
-      raw.prepare("UPDATE schema_migrations SET checksum = 'edited' WHERE id = '0001_initial'").run();
-      raw.close();
-      await expect(openStore({ sqlitePath: path })).rejects.toBeInstanceOf(MigrationError);
+      await store.driver.run("UPDATE schema_migrations SET checksum = 'edited' WHERE id = '0001_initial'");
+      await expect(openAt(location)).rejects.toBeInstanceOf(MigrationError);
 
-      const raw2 = new Database(path);
-      raw2.prepare("DELETE FROM schema_migrations WHERE id = '0001_initial'").run();
-      raw2.prepare("INSERT INTO schema_migrations (id, checksum, applied_at) VALUES ('9999_future', 'x', 0)").run();
-      raw2.close();
-      await expect(openStore({ sqlitePath: path })).rejects.toThrow(/newer version/);
+      await store.driver.run("DELETE FROM schema_migrations WHERE id = '0001_initial'");
+      await store.driver.run("INSERT INTO schema_migrations (id, checksum, applied_at) VALUES ('9999_future', 'x', 0)");
+      await expect(openAt(location)).rejects.toThrow(/newer version/);
     } finally {
-      cleanup();
+      await done();
     }
   });
 });
@@ -118,115 +124,6 @@ describe('SQLite driver', () => {
     } finally {
       await driver.close();
       cleanup();
-    }
-  });
-
-  it('commits when the callback resolves and rolls back when it throws', async () => {
-    const { store, done } = await freshStore();
-    const db = store.driver;
-    try {
-      await db.run('CREATE TABLE t (id TEXT PRIMARY KEY, n INTEGER)');
-      await db.transaction(async (tx) => {
-        await tx.run('INSERT INTO t VALUES (?, ?)', ['a', 1]);
-      });
-      await expect(
-        db.transaction(async (tx) => {
-          await tx.run('INSERT INTO t VALUES (?, ?)', ['b', 2]);
-          throw new Error('boom');
-        }),
-      ).rejects.toThrow('boom');
-      expect(await db.all('SELECT id FROM t ORDER BY id')).toEqual([{ id: 'a' }]);
-    } finally {
-      await done();
-    }
-  });
-
-  it('turns a nested transaction into a savepoint that rolls back alone', async () => {
-    const { store, done } = await freshStore();
-    const db = store.driver;
-    try {
-      await db.run('CREATE TABLE t (id TEXT PRIMARY KEY)');
-      await db.transaction(async (tx) => {
-        await tx.run("INSERT INTO t VALUES ('outer')");
-        await expect(
-          tx.transaction(async (inner) => {
-            await inner.run("INSERT INTO t VALUES ('inner')");
-            throw new Error('inner fails');
-          }),
-        ).rejects.toThrow('inner fails');
-        await tx.transaction(async (inner) => {
-          await inner.run("INSERT INTO t VALUES ('inner2')");
-        });
-      });
-      expect(await db.all('SELECT id FROM t ORDER BY id')).toEqual([{ id: 'inner2' }, { id: 'outer' }]);
-    } finally {
-      await done();
-    }
-  });
-
-  it('refuses, instead of deadlocking, the store itself or an outer handle used inside a transaction', async () => {
-    const { store, done } = await freshStore();
-    const db = store.driver;
-    try {
-      await db.run('CREATE TABLE t (id TEXT PRIMARY KEY)');
-      await expect(db.transaction(async () => db.get('SELECT 1 AS one'))).rejects.toBeInstanceOf(TransactionMisuseError);
-      await expect(db.transaction(async () => db.transaction(async () => 1))).rejects.toBeInstanceOf(TransactionMisuseError);
-      await expect(db.transaction(async () => store.apps.list())).rejects.toBeInstanceOf(TransactionMisuseError);
-      await expect(
-        db.transaction(async (tx) => tx.transaction(async () => tx.run("INSERT INTO t VALUES ('x')"))),
-      ).rejects.toBeInstanceOf(TransactionMisuseError);
-      let leaked: { run: (sql: string) => Promise<unknown> } | undefined;
-      await db.transaction(async (tx) => {
-        leaked = tx;
-      });
-      await expect(leaked?.run("INSERT INTO t VALUES ('late')")).rejects.toBeInstanceOf(TransactionMisuseError);
-      // The store is still usable afterwards.
-      expect(await db.all('SELECT id FROM t')).toEqual([]);
-    } finally {
-      await done();
-    }
-  });
-
-  it('runs parallel statements of one transaction one after another', async () => {
-    const { store, done } = await freshStore();
-    const db = store.driver;
-    try {
-      await db.run('CREATE TABLE t (id INTEGER PRIMARY KEY)');
-      await db.transaction(async (tx) => {
-        await Promise.all(Array.from({ length: 20 }, (_, i) => tx.run('INSERT INTO t VALUES (?)', [i])));
-        await Promise.all([
-          tx.transaction(async (inner) => inner.run('INSERT INTO t VALUES (100)')),
-          tx.run('INSERT INTO t VALUES (101)'),
-          tx.transaction(async (inner) => inner.run('INSERT INTO t VALUES (102)')),
-        ]);
-      });
-      expect((await db.get<{ n: number }>('SELECT COUNT(*) AS n FROM t'))?.n).toBe(23);
-    } finally {
-      await done();
-    }
-  });
-
-  it('never lets a read outside a transaction see its uncommitted writes', async () => {
-    const { store, done } = await freshStore();
-    const db = store.driver;
-    try {
-      await db.run('CREATE TABLE t (id TEXT PRIMARY KEY)');
-      let inserted!: () => void;
-      const insertedPromise = new Promise<void>((resolve) => (inserted = resolve));
-      const writer = db
-        .transaction(async (tx) => {
-          await tx.run("INSERT INTO t VALUES ('ghost')");
-          inserted();
-          await sleep(50);
-          throw new Error('rolled back');
-        })
-        .catch(() => 'rolled back');
-      await insertedPromise;
-      const read = await db.get("SELECT id FROM t WHERE id = 'ghost'");
-      expect(read).toBeUndefined();
-      expect(await writer).toBe('rolled back');
-    } finally {
-      await done();
     }
   });
 
@@ -259,9 +156,138 @@ describe('SQLite driver', () => {
       cleanup();
     }
   });
+});
+
+describe.each(STORE_TARGETS)('driver semantics ($name)', (target) => {
+  it('commits when the callback resolves and rolls back when it throws', async () => {
+    const { store, done } = await target.fresh();
+    const db = store.driver;
+    try {
+      await db.run('CREATE TABLE t (id TEXT PRIMARY KEY, n INTEGER)');
+      await db.transaction(async (tx) => {
+        await tx.run('INSERT INTO t VALUES (?, ?)', ['a', 1]);
+      });
+      await expect(
+        db.transaction(async (tx) => {
+          await tx.run('INSERT INTO t VALUES (?, ?)', ['b', 2]);
+          throw new Error('boom');
+        }),
+      ).rejects.toThrow('boom');
+      expect(await db.all('SELECT id FROM t ORDER BY id')).toEqual([{ id: 'a' }]);
+    } finally {
+      await done();
+    }
+  });
+
+  it('turns a nested transaction into a savepoint that rolls back alone', async () => {
+    const { store, done } = await target.fresh();
+    const db = store.driver;
+    try {
+      await db.run('CREATE TABLE t (id TEXT PRIMARY KEY)');
+      await db.transaction(async (tx) => {
+        await tx.run("INSERT INTO t VALUES ('outer')");
+        await expect(
+          tx.transaction(async (inner) => {
+            await inner.run("INSERT INTO t VALUES ('inner')");
+            throw new Error('inner fails');
+          }),
+        ).rejects.toThrow('inner fails');
+        await tx.transaction(async (inner) => {
+          await inner.run("INSERT INTO t VALUES ('inner2')");
+        });
+      });
+      expect(await db.all('SELECT id FROM t ORDER BY id')).toEqual([{ id: 'inner2' }, { id: 'outer' }]);
+    } finally {
+      await done();
+    }
+  });
+
+  it('goes on after a failed statement when it ran in a nested transaction (the portable way to recover)', async () => {
+    const { store, done } = await target.fresh();
+    const db = store.driver;
+    try {
+      await db.run('CREATE TABLE t (id TEXT PRIMARY KEY)');
+      await db.transaction(async (tx) => {
+        await tx.run("INSERT INTO t VALUES ('a')");
+        await expect(tx.transaction((inner) => inner.run("INSERT INTO t VALUES ('a')"))).rejects.toBeInstanceOf(
+          UniqueViolationError,
+        );
+        await tx.run("INSERT INTO t VALUES ('b')");
+      });
+      expect(await db.all('SELECT id FROM t ORDER BY id')).toEqual([{ id: 'a' }, { id: 'b' }]);
+    } finally {
+      await done();
+    }
+  });
+
+  it('refuses, instead of deadlocking, the store itself or an outer handle used inside a transaction', async () => {
+    const { store, done } = await target.fresh();
+    const db = store.driver;
+    try {
+      await db.run('CREATE TABLE t (id TEXT PRIMARY KEY)');
+      await expect(db.transaction(async () => db.get('SELECT 1 AS one'))).rejects.toBeInstanceOf(TransactionMisuseError);
+      await expect(db.transaction(async () => db.transaction(async () => 1))).rejects.toBeInstanceOf(TransactionMisuseError);
+      await expect(db.transaction(async () => store.apps.list())).rejects.toBeInstanceOf(TransactionMisuseError);
+      await expect(
+        db.transaction(async (tx) => tx.transaction(async () => tx.run("INSERT INTO t VALUES ('x')"))),
+      ).rejects.toBeInstanceOf(TransactionMisuseError);
+      let leaked: { run: (sql: string) => Promise<unknown> } | undefined;
+      await db.transaction(async (tx) => {
+        leaked = tx;
+      });
+      await expect(leaked?.run("INSERT INTO t VALUES ('late')")).rejects.toBeInstanceOf(TransactionMisuseError);
+      // The store is still usable afterwards.
+      expect(await db.all('SELECT id FROM t')).toEqual([]);
+    } finally {
+      await done();
+    }
+  });
+
+  it('runs parallel statements of one transaction one after another', async () => {
+    const { store, done } = await target.fresh();
+    const db = store.driver;
+    try {
+      await db.run('CREATE TABLE t (id INTEGER PRIMARY KEY)');
+      await db.transaction(async (tx) => {
+        await Promise.all(Array.from({ length: 20 }, (_, i) => tx.run('INSERT INTO t VALUES (?)', [i])));
+        await Promise.all([
+          tx.transaction(async (inner) => inner.run('INSERT INTO t VALUES (100)')),
+          tx.run('INSERT INTO t VALUES (101)'),
+          tx.transaction(async (inner) => inner.run('INSERT INTO t VALUES (102)')),
+        ]);
+      });
+      expect((await db.get<{ n: number }>('SELECT COUNT(*) AS n FROM t'))?.n).toBe(23);
+    } finally {
+      await done();
+    }
+  });
+
+  it('never lets a read outside a transaction see its uncommitted writes', async () => {
+    const { store, done } = await target.fresh();
+    const db = store.driver;
+    try {
+      await db.run('CREATE TABLE t (id TEXT PRIMARY KEY)');
+      let inserted!: () => void;
+      const insertedPromise = new Promise<void>((resolve) => (inserted = resolve));
+      const writer = db
+        .transaction(async (tx) => {
+          await tx.run("INSERT INTO t VALUES ('ghost')");
+          inserted();
+          await sleep(50);
+          throw new Error('rolled back');
+        })
+        .catch(() => 'rolled back');
+      await insertedPromise;
+      const read = await db.get("SELECT id FROM t WHERE id = 'ghost'");
+      expect(read).toBeUndefined();
+      expect(await writer).toBe('rolled back');
+    } finally {
+      await done();
+    }
+  });
 
   it('maps constraint failures to typed errors and refuses undefined parameters', async () => {
-    const { store, done } = await freshStore();
+    const { store, done } = await target.fresh();
     const db = store.driver;
     try {
       await db.run('CREATE TABLE p (id TEXT PRIMARY KEY)');
@@ -277,7 +303,7 @@ describe('SQLite driver', () => {
   });
 
   it('routes a writing statement given to get() through a transaction', async () => {
-    const { store, done } = await freshStore();
+    const { store, done } = await target.fresh();
     const db = store.driver;
     try {
       await db.run('CREATE TABLE t (id TEXT PRIMARY KEY, n INTEGER)');
@@ -289,7 +315,7 @@ describe('SQLite driver', () => {
   });
 
   it('answers StoreClosedError after close', async () => {
-    const { store, done } = await freshStore();
+    const { store, done } = await target.fresh();
     await done();
     await expect(store.apps.list()).rejects.toBeInstanceOf(StoreClosedError);
     await expect(store.driver.run('SELECT 1')).rejects.toBeInstanceOf(StoreClosedError);

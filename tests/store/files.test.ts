@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { FILE_LIMITS, FileQuotaError, UploadNotPendingError, openStore } from '../../server/store/index.js';
+import { FILE_LIMITS, FileQuotaError, UploadNotPendingError } from '../../server/store/index.js';
 import type { RowKey, Store } from '../../server/store/index.js';
-import { ManualClock, freshStore, seedCourse } from './helpers.js';
+import { ManualClock, STORE_TARGETS, seedCourse } from './helpers.js';
 
 const MB = 1024 * 1024;
 
@@ -19,10 +19,10 @@ async function rowOf(store: Store): Promise<RowKey> {
   return { appId: c.appId, contextId: c.contextId, kind: 'member_location', locationId: c.locationId, memberId: c.studentMemberId };
 }
 
-describe('files and uploads', () => {
+describe.each(STORE_TARGETS)('files and uploads ($name)', (target) => {
   it('lists completed files only, and points a key at its new blob when an upload completes', async () => {
     const clock = new ManualClock();
-    const { store, done } = await freshStore({ clock });
+    const { store, done } = await target.fresh({ clock });
     try {
       const row = await rowOf(store);
       const first = await store.files.reserveUpload({
@@ -76,7 +76,7 @@ describe('files and uploads', () => {
 
   it('counts files and unexpired reservations against 100 slots; a replacement takes no new slot', async () => {
     const clock = new ManualClock();
-    const { store, done } = await freshStore({ clock });
+    const { store, done } = await target.fresh({ clock });
     try {
       const row = await rowOf(store);
       for (let i = 0; i < 99; i += 1) await putFile(store, row, `f${i}`, 10);
@@ -101,7 +101,7 @@ describe('files and uploads', () => {
   });
 
   it('counts 100 MB per row and 25 MB per file, and a replaced key at the larger of its old and new size', async () => {
-    const { store, done } = await freshStore();
+    const { store, done } = await target.fresh();
     try {
       const row = await rowOf(store);
       await expect(upload(store, row, 'huge', FILE_LIMITS.maxFileBytes + 1)).rejects.toMatchObject({
@@ -128,8 +128,8 @@ describe('files and uploads', () => {
   });
 
   it('lets exactly one of two concurrent signings take the last slot, in one store and across two', async () => {
-    const { store, path, done } = await freshStore();
-    const second = await openStore({ sqlitePath: path });
+    const { store, openAnother, done } = await target.fresh();
+    const second = await openAnother();
     try {
       const row = await rowOf(store);
       for (let i = 0; i < 99; i += 1) await putFile(store, row, `f${i}`, 1);
@@ -142,7 +142,7 @@ describe('files and uploads', () => {
       if (winner?.status !== 'fulfilled') throw new Error('no winner');
       await store.files.failUpload(winner.value.id);
 
-      // 99 slots used again; now two stores on one file race for the 100th.
+      // 99 slots used again; now two stores on one database race for the 100th.
       const twoStores = await Promise.allSettled([upload(store, row, 'y1', 1), upload(second, row, 'y2', 1)]);
       expect(twoStores.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
       expect((await store.files.usage(row)).slots).toBe(100);
@@ -160,7 +160,7 @@ describe('files and uploads', () => {
 
   it('sweeps expired reservations and hands back their blob IDs', async () => {
     const clock = new ManualClock();
-    const { store, done } = await freshStore({ clock });
+    const { store, done } = await target.fresh({ clock });
     try {
       const row = await rowOf(store);
       const stale = await upload(store, row, 'stale', 1);

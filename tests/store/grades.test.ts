@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidCursorError, isoFromUs, openStore } from '../../server/store/index.js';
+import { InvalidCursorError, isoFromUs } from '../../server/store/index.js';
 import type { CreateAttemptInput, Store } from '../../server/store/index.js';
 import type { Course } from './helpers.js';
-import { ManualClock, freshStore, seedCourse } from './helpers.js';
+import { ManualClock, STORE_TARGETS, seedCourse } from './helpers.js';
 
 function attemptFor(c: Course, overrides: Partial<CreateAttemptInput> = {}): CreateAttemptInput {
   return {
@@ -20,9 +20,9 @@ function expectStrictlyIncreasing(values: number[]): void {
   for (let i = 1; i < values.length; i += 1) expect(values[i]!).toBeGreaterThan(values[i - 1]!);
 }
 
-describe('grade attempts', () => {
+describe.each(STORE_TARGETS)('grade attempts ($name)', (target) => {
   it('records an attempt pending, then its outcome, with the contract’s data fields', async () => {
-    const { store, done } = await freshStore();
+    const { store, done } = await target.fresh();
     try {
       const c = await seedCourse(store);
       const pending = await store.attempts.create(
@@ -72,7 +72,7 @@ describe('grade attempts', () => {
   });
 
   it('gives 1000 attempts in a tight loop strictly later timestamps', async () => {
-    const { store, done } = await freshStore();
+    const { store, done } = await target.fresh();
     try {
       const c = await seedCourse(store);
       const stamps: number[] = [];
@@ -92,7 +92,7 @@ describe('grade attempts', () => {
 
   it('stays strictly later when the clock stands still or goes back', async () => {
     const clock = new ManualClock();
-    const { store, done } = await freshStore({ clock });
+    const { store, done } = await target.fresh({ clock });
     try {
       const c = await seedCourse(store);
       const a = await store.attempts.create(attemptFor(c));
@@ -112,7 +112,7 @@ describe('grade attempts', () => {
 
   it('shares one sequence between create and reserveSubmitted/record', async () => {
     const clock = new ManualClock();
-    const { store, done } = await freshStore({ clock });
+    const { store, done } = await target.fresh({ clock });
     try {
       const c = await seedCourse(store);
       const reserved = await store.attempts.reserveSubmitted(c.studentMemberId, c.locationId);
@@ -132,10 +132,10 @@ describe('grade attempts', () => {
     }
   });
 
-  it('stays strictly later across two stores on one file interleaving inserts', async () => {
+  it('stays strictly later across two stores on one database interleaving inserts', async () => {
     const clock = new ManualClock(); // frozen: every attempt lands in the same microsecond of the clock
-    const { store, path, done } = await freshStore({ clock });
-    const second = await openStore({ sqlitePath: path, clock });
+    const { store, openAnother, done } = await target.fresh({ clock });
+    const second = await openAnother({ clock });
     try {
       const c = await seedCourse(store);
       // Strict alternation: each insert must see the other store's last commit.
@@ -161,7 +161,7 @@ describe('grade attempts', () => {
 
   it('lists a tool’s history newest first by cursor, with filters', async () => {
     const clock = new ManualClock();
-    const { store, done } = await freshStore({ clock });
+    const { store, done } = await target.fresh({ clock });
     try {
       const c = await seedCourse(store);
       const other = await seedCourse(store);
@@ -203,10 +203,10 @@ describe('grade attempts', () => {
   });
 });
 
-describe('archived launch-keyed grades', () => {
+describe.each(STORE_TARGETS)('archived launch-keyed grades ($name)', (target) => {
   it('keeps one grade per launch, resets it to pending on resubmission, and hides other tools’ grades', async () => {
     const clock = new ManualClock();
-    const { store, done } = await freshStore({ clock });
+    const { store, done } = await target.fresh({ clock });
     try {
       const c = await seedCourse(store);
       const launch = await store.launches.create({
@@ -239,9 +239,9 @@ describe('archived launch-keyed grades', () => {
   });
 });
 
-describe('Sandbox gradebook', () => {
+describe.each(STORE_TARGETS)('Sandbox gradebook ($name)', (target) => {
   it('keeps the latest score per line item and user, by timestamp', async () => {
-    const { store, done } = await freshStore();
+    const { store, done } = await target.fresh();
     try {
       const c = await seedCourse(store);
       const [placement] = await store.placements.listByContext(c.contextId);
@@ -277,10 +277,10 @@ describe('Sandbox gradebook', () => {
   });
 });
 
-describe('signing keys', () => {
+describe.each(STORE_TARGETS)('signing keys ($name)', (target) => {
   it('agrees on one first key, publishes the next before it signs, and keeps the old one published', async () => {
     const clock = new ManualClock();
-    const { store, done } = await freshStore({ clock });
+    const { store, done } = await target.fresh({ clock });
     try {
       const jwk = (n: string) => ({ privateJwk: { kty: 'RSA', d: n }, publicJwk: { kty: 'RSA', n } });
       const [k1, k1again] = await Promise.all([store.signingKeys.ensureSigner(jwk('one')), store.signingKeys.ensureSigner(jwk('two'))]);

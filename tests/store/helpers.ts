@@ -1,8 +1,10 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Clock, OpenStoreOptions, Repositories, Store } from '../../server/store/index.js';
-import { openStore } from '../../server/store/index.js';
+import pg from 'pg';
+import type { Clock, OpenStoreOptions, Repositories, RootDriver, Store } from '../../server/store/index.js';
+import { PostgresDriver, SqliteDriver, openStore } from '../../server/store/index.js';
 
 /** A clock tests move by hand; starts at a fixed instant so expiry arithmetic is readable. */
 export class ManualClock implements Clock {
@@ -37,6 +39,203 @@ export async function freshStore(
     },
   };
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// Both stores. Every store test runs once per target: SQLite always, PostgreSQL when it answers (and in CI,
+// where it must: see `postgresStatus`). Each PostgreSQL store gets a schema of its own in the test
+// database, created here and dropped by `done()`, so test files and tests run in parallel in isolation.
+
+export type StoreKind = 'sqlite' | 'postgres';
+
+/** Where a database is, in a form a child process can open (tests/store/fixtures/writer.ts). */
+export type StoreLocation = { kind: 'sqlite'; path: string } | { kind: 'postgres'; databaseUrl: string; schema: string };
+
+export type StoreOptions = Partial<Pick<OpenStoreOptions, 'clock' | 'busyTimeoutMs'>>;
+
+export interface FreshDatabase {
+  store: Store;
+  location: StoreLocation;
+  /** Another store on the same database, as another instance of the service would open it; `done()` closes it. */
+  openAnother(options?: StoreOptions): Promise<Store>;
+  done(): Promise<void>;
+}
+
+export interface FreshDriver {
+  /** A bare driver on an empty database: no migrations applied. */
+  driver: RootDriver;
+  /** Another driver on the same database; `done()` closes it. */
+  another(options?: { busyTimeoutMs?: number }): RootDriver;
+  done(): Promise<void>;
+}
+
+export interface StoreTarget {
+  readonly name: StoreKind;
+  /** An empty database (no store opened on it yet, nothing migrated). */
+  emptyDatabase(): Promise<{ location: StoreLocation; done: () => Promise<void> }>;
+  fresh(options?: StoreOptions): Promise<FreshDatabase>;
+  freshDriver(options?: { busyTimeoutMs?: number }): Promise<FreshDriver>;
+}
+
+export function openAt(location: StoreLocation, options: StoreOptions = {}): Promise<Store> {
+  return location.kind === 'sqlite'
+    ? openStore({ sqlitePath: location.path, ...options })
+    : openStore({ databaseUrl: location.databaseUrl, schema: location.schema, ...options });
+}
+
+const sqliteTarget: StoreTarget = {
+  name: 'sqlite',
+  async emptyDatabase() {
+    const { dir, cleanup } = tempDir();
+    return { location: { kind: 'sqlite', path: join(dir, 'tis.sqlite') }, done: async () => cleanup() };
+  },
+  async fresh(options = {}) {
+    const { dir, cleanup } = tempDir();
+    const location: StoreLocation = { kind: 'sqlite', path: join(dir, 'tis.sqlite') };
+    return withOthers(location, await openAt(location, options), cleanup);
+  },
+  async freshDriver(options = {}) {
+    const { dir, cleanup } = tempDir();
+    const path = join(dir, 'db.sqlite');
+    return driversOf((o) => new SqliteDriver({ path, ...o }), options, cleanup);
+  },
+};
+
+export const POSTGRES_URL = process.env['TIS_TEST_DATABASE_URL'] || 'postgres://tis:tis@127.0.0.1:5432/tis_test';
+
+/** Set by .ci/run (and by CI systems as `CI`): an unreachable PostgreSQL fails the tests instead of skipping. */
+export const POSTGRES_REQUIRED = Boolean(process.env['CI'] || process.env['TIS_REQUIRE_POSTGRES']);
+
+async function adminQuery(sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 5000 });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Creates the test database when the server answers but the database is missing (a developer machine). */
+async function probePostgres(): Promise<{ available: boolean; reason: string }> {
+  try {
+    await adminQuery('SELECT 1');
+    return { available: true, reason: `PostgreSQL at ${redact(POSTGRES_URL)}` };
+  } catch (err) {
+    if ((err as { code?: string }).code === '3D000') {
+      try {
+        const url = new URL(POSTGRES_URL);
+        const name = url.pathname.slice(1);
+        url.pathname = '/postgres';
+        const client = new pg.Client({ connectionString: url.toString(), connectionTimeoutMillis: 5000 });
+        await client.connect();
+        try {
+          await client.query(
+            `CREATE DATABASE "${name.replace(/"/g, '""')}" TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C'`,
+          );
+        } finally {
+          await client.end();
+        }
+        await adminQuery('SELECT 1');
+        return { available: true, reason: `PostgreSQL at ${redact(POSTGRES_URL)} (database created)` };
+      } catch (createErr) {
+        return { available: false, reason: `cannot create the test database: ${(createErr as Error).message}` };
+      }
+    }
+    return { available: false, reason: `PostgreSQL at ${redact(POSTGRES_URL)} is unreachable: ${(err as Error).message}` };
+  }
+}
+
+function redact(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(unparsable URL)';
+  }
+}
+
+async function freshSchema(): Promise<{ schema: string; drop: () => Promise<void> }> {
+  const schema = `t_${process.pid}_${randomBytes(5).toString('hex')}`;
+  await adminQuery(`CREATE SCHEMA ${schema}`);
+  return { schema, drop: () => adminQuery(`DROP SCHEMA IF EXISTS ${schema} CASCADE`) };
+}
+
+const postgresTarget: StoreTarget = {
+  name: 'postgres',
+  async emptyDatabase() {
+    const { schema, drop } = await freshSchema();
+    return { location: { kind: 'postgres', databaseUrl: POSTGRES_URL, schema }, done: drop };
+  },
+  async fresh(options = {}) {
+    const { schema, drop } = await freshSchema();
+    const location: StoreLocation = { kind: 'postgres', databaseUrl: POSTGRES_URL, schema };
+    try {
+      return withOthers(location, await openAt(location, options), drop);
+    } catch (err) {
+      await drop();
+      throw err;
+    }
+  },
+  async freshDriver(options = {}) {
+    const { schema, drop } = await freshSchema();
+    return driversOf(
+      (o) =>
+        new PostgresDriver({
+          connectionString: POSTGRES_URL,
+          schema,
+          ...(o.busyTimeoutMs === undefined ? {} : { lockTimeoutMs: o.busyTimeoutMs }),
+        }),
+      options,
+      drop,
+    );
+  },
+};
+
+function withOthers(location: StoreLocation, store: Store, cleanup: () => void | Promise<void>): FreshDatabase {
+  const others: Store[] = [];
+  return {
+    store,
+    location,
+    async openAnother(options = {}) {
+      const other = await openAt(location, options);
+      others.push(other);
+      return other;
+    },
+    async done() {
+      await Promise.all([store, ...others].map((s) => s.close()));
+      await cleanup();
+    },
+  };
+}
+
+function driversOf(
+  make: (options: { busyTimeoutMs?: number }) => RootDriver,
+  options: { busyTimeoutMs?: number },
+  cleanup: () => void | Promise<void>,
+): FreshDriver {
+  const driver = make(options);
+  const others: RootDriver[] = [];
+  return {
+    driver,
+    another(o = {}) {
+      const other = make(o);
+      others.push(other);
+      return other;
+    },
+    async done() {
+      await Promise.all([driver, ...others].map((d) => d.close()));
+      await cleanup();
+    },
+  };
+}
+
+export const postgresStatus = await probePostgres();
+
+/** The stores to run every store test against. */
+export const STORE_TARGETS: readonly StoreTarget[] = postgresStatus.available ? [sqliteTarget, postgresTarget] : [sqliteTarget];
+export const SQLITE_TARGET = sqliteTarget;
+export const POSTGRES_TARGET: StoreTarget | null = postgresStatus.available ? postgresTarget : null;
 
 export interface Course {
   appId: string;

@@ -1,8 +1,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { openStore } from '../../server/store/index.js';
-import { freshStore, seedCourse } from './helpers.js';
+import { STORE_TARGETS, openAt, seedCourse } from './helpers.js';
 
 const WRITER = fileURLToPath(new URL('./fixtures/writer.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -54,15 +53,15 @@ function startWriter(args: Record<string, unknown>): Child {
   };
 }
 
-describe('durability and several processes', () => {
+describe.each(STORE_TARGETS)('durability and several processes ($name)', (target) => {
   it('keeps every acknowledged write when the writing process is killed with SIGKILL mid-burst', async () => {
-    const { store, path, done } = await freshStore();
+    const { store, location, done } = await target.fresh();
     try {
       const c = await seedCourse(store);
       await store.close();
 
       const child = startWriter({
-        path,
+        store: location,
         mode: 'crash',
         appId: c.appId,
         contextId: c.contextId,
@@ -80,9 +79,11 @@ describe('durability and several processes', () => {
       const attempts = acked.filter((l) => l.startsWith('att ')).map((l) => l.slice(4));
       expect(rows.length + attempts.length).toBeGreaterThanOrEqual(399);
 
-      const reopened = await openStore({ sqlitePath: path });
+      const reopened = await openAt(location);
       try {
-        expect(await reopened.driver.get('PRAGMA integrity_check')).toEqual({ integrity_check: 'ok' });
+        if (target.name === 'sqlite') {
+          expect(await reopened.driver.get('PRAGMA integrity_check')).toEqual({ integrity_check: 'ok' });
+        }
         for (const locationId of rows) {
           const body = await reopened.rows.getRow({ appId: c.appId, contextId: c.contextId, kind: 'location', locationId });
           const [lane, i] = locationId.replace('lane', '').split('-').map(Number);
@@ -100,11 +101,11 @@ describe('durability and several processes', () => {
   });
 
   it('gives strictly later attempt timestamps across two processes writing at once', async () => {
-    const { store, path, done } = await freshStore();
+    const { store, location, done } = await target.fresh();
     try {
       const c = await seedCourse(store);
       const args = {
-        path,
+        store: location,
         mode: 'attempts',
         appId: c.appId,
         contextId: c.contextId,

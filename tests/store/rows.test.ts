@@ -9,13 +9,13 @@ import {
   rowMaxBytes,
 } from '../../server/store/index.js';
 import type { JsonObject, RowKey } from '../../server/store/index.js';
-import { freshStore, seedCourse } from './helpers.js';
+import { STORE_TARGETS, seedCourse, tempDir } from './helpers.js';
 
 const BIG = { maxBytes: SHARED_ROW_MAX_BYTES };
 
-describe('storage rows', () => {
+describe.each(STORE_TARGETS)('storage rows ($name)', (target) => {
   it('reads a never-written row as {} and returns what was written, as compact JSON in write order', async () => {
-    const { store, done } = await freshStore();
+    const { store, done } = await target.fresh();
     try {
       const c = await seedCourse(store);
       const key: RowKey = { appId: c.appId, contextId: c.contextId, kind: 'context' };
@@ -32,7 +32,7 @@ describe('storage rows', () => {
   });
 
   it('keeps the four rows of a course apart', async () => {
-    const { store, done } = await freshStore();
+    const { store, done } = await target.fresh();
     try {
       const c = await seedCourse(store);
       const base = { appId: c.appId, contextId: c.contextId };
@@ -56,7 +56,7 @@ describe('storage rows', () => {
   });
 
   it('lands 60 concurrent patches of different keys of one row', async () => {
-    const { store, done } = await freshStore();
+    const { store, done } = await target.fresh();
     try {
       const c = await seedCourse(store);
       const key: RowKey = { appId: c.appId, contextId: c.contextId, kind: 'member', memberId: c.studentMemberId };
@@ -75,9 +75,9 @@ describe('storage rows', () => {
     }
   });
 
-  it('lands concurrent patches from two stores on the same file', async () => {
-    const { store, path, done } = await freshStore();
-    const second = await openStore({ sqlitePath: path });
+  it('lands concurrent patches from two stores on one database', async () => {
+    const { store, openAnother, done } = await target.fresh();
+    const second = await openAnother();
     try {
       const c = await seedCourse(store);
       const key: RowKey = { appId: c.appId, contextId: c.contextId, kind: 'context' };
@@ -94,7 +94,7 @@ describe('storage rows', () => {
   });
 
   it('leaves the row unchanged when the patch function throws', async () => {
-    const { store, done } = await freshStore();
+    const { store, done } = await target.fresh();
     try {
       const c = await seedCourse(store);
       const key: RowKey = { appId: c.appId, contextId: c.contextId, kind: 'context' };
@@ -132,7 +132,7 @@ describe('storage rows', () => {
   });
 
   it('refuses a write over maxBytes and writes nothing', async () => {
-    const { store, done } = await freshStore();
+    const { store, done } = await target.fresh();
     try {
       const c = await seedCourse(store);
       const key: RowKey = { appId: c.appId, contextId: c.contextId, kind: 'member', memberId: c.studentMemberId };
@@ -160,7 +160,7 @@ describe('storage rows', () => {
   });
 
   it('discards a course’s rows, files, uploads, provisioning and tokens together (Sandbox reset)', async () => {
-    const { store, done } = await freshStore();
+    const { store, done } = await target.fresh();
     try {
       const c = await seedCourse(store);
       const key: RowKey = { appId: c.appId, contextId: c.contextId, kind: 'context' };
@@ -198,9 +198,9 @@ describe('storage rows', () => {
   });
 });
 
-describe('store.transaction', () => {
+describe.each(STORE_TARGETS)('store.transaction ($name)', (target) => {
   it('commits writes of several repositories together or not at all', async () => {
-    const { store, done } = await freshStore();
+    const { store, done } = await target.fresh();
     try {
       const c = await seedCourse(store);
       const ctxKey: RowKey = { appId: c.appId, contextId: c.contextId, kind: 'context' };
@@ -224,14 +224,26 @@ describe('store.transaction', () => {
     }
   });
 
+  it('names its dialect', async () => {
+    const { store, done } = await target.fresh();
+    try {
+      expect(store.dialect).toBe(target.name);
+      expect(store.driver.dialect).toBe(target.name);
+    } finally {
+      await done();
+    }
+  });
+});
+
+describe('opening SQLite', () => {
   it('opens a data directory by name', async () => {
-    const { dir, done } = await freshStore();
+    const { dir, cleanup } = tempDir();
     try {
       const other = await openStore({ dataDir: join(dir, 'nested', 'data') });
       expect(other.dialect).toBe('sqlite');
       await other.close();
     } finally {
-      await done();
+      cleanup();
     }
   });
 });

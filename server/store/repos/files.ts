@@ -309,6 +309,15 @@ export class FilesRepo {
     return rows.map((r) => r.blob_id);
   }
 
+  /**
+   * Throws `FileQuotaError` when one more upload of `size` bytes to `key` would not fit the row now. A
+   * cheap early answer without a lock (the upload target asks before reading a file's bytes); the
+   * decision that counts is the one `reserveUpload` and `storeUpload` make in their transactions.
+   */
+  async checkFits(row: RowKey, key: string, size: number, limits: FileLimits = FILE_LIMITS): Promise<void> {
+    checkQuota(await computeUsage(this.ctx.db, row, this.ctx.clock.nowMs(), { key, size }), limits);
+  }
+
   /** The file that uses `blobId`, with its row: what a signed download names (issue 3, files helper). */
   async getByBlob(blobId: string): Promise<(FileRecord & { row: RowKey }) | null> {
     const found = await this.ctx.db.get<FileRow & RowKeyColumns>(

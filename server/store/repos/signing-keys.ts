@@ -1,4 +1,5 @@
 import { newId } from '../ids.js';
+import { lockName } from '../pg-locks.js';
 import type { JsonObject, RepoContext } from './common.js';
 import { parseJson } from './common.js';
 
@@ -100,6 +101,8 @@ export class SigningKeysRepo {
    */
   async ensureSigner(candidate: NewSigningKey): Promise<SigningKeyRecord> {
     return this.ctx.db.transaction(async (tx) => {
+      // No row to lock while there is no key: on PostgreSQL, instances starting together would each add one.
+      await lockName(tx, 'signing_keys');
       const repo = new SigningKeysRepo({ db: tx, clock: this.ctx.clock });
       const current = await repo.currentSigner();
       if (current) return current;
@@ -116,6 +119,8 @@ export class SigningKeysRepo {
       throw new RangeError('an old key must stay published at least until the new one starts signing');
     }
     return this.ctx.db.transaction(async (tx) => {
+      // Two rotations at once on PostgreSQL would each miss the other's new key and leave both unretired.
+      await lockName(tx, 'signing_keys');
       const repo = new SigningKeysRepo({ db: tx, clock: this.ctx.clock });
       const record = await repo.insert({ ...next, signFrom: options.signFrom });
       await tx.run(

@@ -1,0 +1,274 @@
+/**
+ * Composition: services, the Express app and the HTTP server. `npm start` (server/main.ts) and the test
+ * harness both start the service through `startService`, so tests run exactly what production runs.
+ */
+import { mkdirSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import express from 'express';
+import type { Express, NextFunction, Request, Response } from 'express';
+import { CONTRACT_VERSIONS } from '../rules/locations.js';
+import type { Config } from './config.js';
+import { contract20260921 } from './contracts/2026-09-21/index.js';
+import type { Logger } from './http/log.js';
+import { createLogger } from './http/log.js';
+import type { ContractDefinition } from './http/pipeline.js';
+import { contractPipeline, requestLocals } from './http/pipeline.js';
+import { internalError, isProblem, Problem, PROBLEM_CONTENT_TYPE, reasonPhrase } from './http/problem.js';
+import { requestContext } from './http/request-context.js';
+import type { Services } from './http/services.js';
+import { createFileServices } from './files/index.js';
+import { LaunchService } from './launches/service.js';
+import { sandboxLmsPipeline } from './sandbox-lms/mount.js';
+import { createDefaultPublisher } from './scores/index.js';
+import { Signer } from './signing/signer.js';
+import type { Clock, Store } from './store/index.js';
+import { openStore, StoreBusyError, StoreClosedError, systemClock } from './store/index.js';
+
+export const CURRENT_CONTRACT_VERSION = '2026-09-21';
+
+/** Every contract a tool may select (NS-18); this build serves the ones in `createApp`'s `contracts`. */
+export const KNOWN_CONTRACT_VERSIONS: readonly string[] = CONTRACT_VERSIONS;
+
+export interface AppOptions {
+  /** The served contracts by version; defaults to the current contract with its real handlers. */
+  contracts?: readonly ContractDefinition[];
+  /** Answer /healthz with 503 from now on (the load balancer stops sending new requests). */
+  isShuttingDown?: () => boolean;
+}
+
+export function sendProblem(res: Response, problem: Problem): void {
+  const locals = requestLocals(res);
+  const body = problem.toBody(locals.requestId);
+  for (const [name, value] of Object.entries(problem.headers)) res.setHeader(name, value);
+  res.status(problem.status);
+  res.setHeader('Content-Type', PROBLEM_CONTENT_TYPE);
+  res.setHeader('Cache-Control', 'no-store');
+  // Written with `end`, not `json`: problems are not run through the response validator, whose per-
+  // operation status lists cannot know 405 or a Contract-Version 400.
+  res.end(JSON.stringify(body));
+}
+
+function toProblem(err: unknown, log: Logger): Problem {
+  if (isProblem(err)) {
+    if (err.status >= 500) log.error('server problem', { err, code: err.code });
+    return err;
+  }
+  if (err instanceof StoreBusyError) {
+    log.warn('store busy', { err });
+    return new Problem(503, 'store_busy', 'the service is busy; retry shortly', { headers: { 'Retry-After': '1' } });
+  }
+  if (err instanceof StoreClosedError) {
+    return new Problem(503, 'shutting_down', 'the service is shutting down; retry shortly', { headers: { 'Retry-After': '1' } });
+  }
+  // A 4xx raised by Express or a library below it (a malformed URL, an aborted body): the caller's fault,
+  // answered in the envelope with a generic detail rather than the library's wording.
+  const status = (err as { status?: unknown; statusCode?: unknown } | null)?.status ?? (err as { statusCode?: unknown } | null)?.statusCode;
+  if (typeof status === 'number' && Number.isInteger(status) && status >= 400 && status < 500) {
+    log.info('request refused below the pipeline', { err, status });
+    return new Problem(status, 'invalid_request', `the request was refused (${reasonPhrase(status)})`);
+  }
+  log.error('unexpected error', { err });
+  return internalError(err);
+}
+
+export function createApp(services: Services, options: AppOptions = {}): Express {
+  const contracts = options.contracts ?? [contract20260921];
+  const isShuttingDown = options.isShuttingDown ?? (() => false);
+  const app = express();
+  app.disable('x-powered-by');
+  // ETags would let Express answer 304, a status no operation lists; rows are small and uncached anyway.
+  app.set('etag', false);
+  // Query strings are not part of this contract's operations; the simple parser cannot be made to nest.
+  app.set('query parser', 'simple');
+
+  const served = new Map<string, ReturnType<typeof contractPipeline>>();
+  for (const contract of contracts) {
+    served.set(
+      contract.version,
+      contractPipeline(contract, services, {
+        responseValidation: services.config.responseValidation,
+        bodyLimitBytes: services.config.httpBodyLimitBytes,
+      }),
+    );
+  }
+  const servedVersionOf = (res: Response): string =>
+    (res.locals as { contractVersion?: string }).contractVersion ?? CURRENT_CONTRACT_VERSION;
+
+  app.use(requestContext(services.log, servedVersionOf));
+
+  app.get('/healthz', async (_req: Request, res: Response) => {
+    const locals = requestLocals(res);
+    if (isShuttingDown()) {
+      sendProblem(res, new Problem(503, 'shutting_down', 'the service is shutting down'));
+      return;
+    }
+    try {
+      await services.store.driver.get('SELECT 1 AS ok');
+      res.setHeader('Cache-Control', 'no-store');
+      res.status(200).json({ status: 'ok', store: 'ok' });
+    } catch (err) {
+      locals.log.error('health check failed', { err });
+      sendProblem(res, new Problem(503, 'store_unavailable', 'the store is not answering'));
+    }
+  });
+
+  // The Sandbox gradebook's LTI AGS interface (S-12): the LMS side of Sandbox schools, served here so
+  // score publication is a real HTTP round trip. Not part of any contract, so not subject to its header.
+  app.use(
+    sandboxLmsPipeline(services, {
+      responseValidation: services.config.responseValidation,
+      bodyLimitBytes: services.config.httpBodyLimitBytes,
+    }),
+  );
+
+  // Contract selection (NS-18). Seam for the multi-contract dispatch: without the header, the tool's
+  // pinned contract will apply once archived contracts are served; until then the current one does.
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    const header = req.headers['contract-version'];
+    const requested = Array.isArray(header) ? header.join(',') : header?.trim();
+    let version = CURRENT_CONTRACT_VERSION;
+    if (requested !== undefined) {
+      if (!KNOWN_CONTRACT_VERSIONS.includes(requested)) {
+        sendProblem(
+          res,
+          new Problem(
+            400,
+            'unknown_contract_version',
+            `unknown Contract-Version "${requested}"; served versions: ${KNOWN_CONTRACT_VERSIONS.join(', ')}`,
+          ),
+        );
+        return;
+      }
+      version = requested;
+    }
+    const pipeline = served.get(version);
+    if (!pipeline) {
+      sendProblem(res, new Problem(400, 'contract_not_served', `contract ${version} is not served by this build yet`));
+      return;
+    }
+    (res.locals as { contractVersion?: string }).contractVersion = version;
+    pipeline(req, res, next);
+  });
+
+  app.use((req: Request, res: Response) => {
+    sendProblem(res, new Problem(404, 'not_found', `no operation at ${req.method} ${req.path}`));
+  });
+
+  app.use((err: unknown, _req: Request, res: Response, next: NextFunction) => {
+    const locals = requestLocals(res);
+    const log = locals.log ?? services.log;
+    const problem = toProblem(err, log);
+    if (res.headersSent) {
+      log.error('error after the response started; closing the connection', { err });
+      res.destroy();
+      return;
+    }
+    if (!locals.requestId) {
+      next(err);
+      return;
+    }
+    sendProblem(res, problem);
+  });
+  return app;
+}
+
+export interface BuildServicesOptions {
+  store?: Store;
+  log?: Logger;
+  clock?: Clock;
+  /**
+   * Where this process can reach itself (its listening URL), for calls the service makes to its own
+   * Sandbox LMS when `PUBLIC_URL` does not route back to it (a proxy without hairpinning, tests).
+   */
+  selfOrigin?: () => string | undefined;
+}
+
+/** Opens the store (unless given) and builds every service; the caller owns `store.close()`. */
+export async function buildServices(config: Config, options: BuildServicesOptions = {}): Promise<Services> {
+  const clock = options.clock ?? systemClock;
+  const log = options.log ?? createLogger({ level: config.logLevel });
+  if (!options.store) mkdirSync(config.dataDir, { recursive: true });
+  const store = options.store ?? (await openStore({ dataDir: config.dataDir, clock }));
+  const signer = new Signer(store, { clock });
+  await signer.init();
+  const launches = new LaunchService({
+    store,
+    signer,
+    publicUrl: config.publicUrl,
+    apiTokenTtlSeconds: config.apiTokenTtlSeconds,
+    clock,
+  });
+  const { blobs, files } = await createFileServices({ store, config, clock, log });
+  const publisher = createDefaultPublisher({
+    signer,
+    publicUrl: config.publicUrl,
+    ...(options.selfOrigin ? { sandboxTransportOrigin: options.selfOrigin } : {}),
+    clock,
+  });
+  return { store, config, signer, clock, log, launches, blobs, files, publisher };
+}
+
+export interface RunningService {
+  server: Server;
+  /** Where the server listens (its real port when `PORT=0`). */
+  url: string;
+  services: Services;
+  /** Graceful stop: refuse new connections, let requests in flight finish, then close the store. */
+  stop(): Promise<void>;
+}
+
+export interface StartOptions extends BuildServicesOptions, AppOptions {
+  services?: Services;
+}
+
+export async function startService(config: Config, options: StartOptions = {}): Promise<RunningService> {
+  let listeningUrl: string | undefined;
+  const services = options.services ?? (await buildServices(config, { selfOrigin: () => listeningUrl, ...options }));
+  let shuttingDown = false;
+  const app = createApp(services, { ...options, isShuttingDown: () => shuttingDown });
+  let server: Server;
+  try {
+    server = await new Promise<Server>((resolve, reject) => {
+      const s = app.listen(config.port, config.host, (err?: Error) => (err ? reject(err) : resolve(s)));
+      s.once('error', reject);
+    });
+  } catch (err) {
+    // The store was opened for this server; a failed listen (port taken) must not leave it open.
+    if (!options.services) await services.store.close();
+    throw err;
+  }
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `http://${host}:${address.port}`;
+  listeningUrl = url;
+
+  let stopping: Promise<void> | null = null;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      shuttingDown = true;
+      services.log.info('shutting down: no new connections; finishing requests in flight');
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Keep-alive connections with no request in flight would hold `close` open until they time out.
+      server.closeIdleConnections();
+      const idleSweep = setInterval(() => server.closeIdleConnections(), 100);
+      const force = setTimeout(() => {
+        services.log.warn('shutdown grace period over; closing remaining connections', { open: sockets.size });
+        server.closeAllConnections();
+      }, config.shutdownGraceMs);
+      force.unref();
+      await closed;
+      clearInterval(idleSweep);
+      clearTimeout(force);
+      await services.store.close();
+      services.log.info('stopped');
+    })();
+    return stopping;
+  };
+  return { server, url, services, stop };
+}

@@ -1,0 +1,146 @@
+/**
+ * Who may submit a score for which member: Authentication rules 5 and 6 of the contract with decisions
+ * S-04, GAP-21 and NS-16. `authorizeScore` is a pure function over the principal, the URL's target and
+ * facts looked up beforehand (`loadScoreFacts`), so every cell is table-tested without a database.
+ *
+ * Order (GAP-23): credential (401, resolved before this runs; repeated here only for callers outside the
+ * pipeline), then the URL (404: a member segment naming no member of the course), then permission (403:
+ * the credential's tool, the placement, the session's membership, a student's own member).
+ */
+import { isStaff } from '../launches/groups.js';
+import { Problem } from '../http/problem.js';
+import type { Guard, GuardContext } from '../http/registry.js';
+import type { MemberRecord, Store } from '../store/index.js';
+import { MESSAGES } from './credentials.js';
+import type { Principal } from './principal.js';
+
+/** Which of the two score URLs (decision L-03) the request came in on. */
+export type ScoreUrlForm = 'contexts' | 'account';
+
+/** What the URL names, as written in it. */
+export interface ScoreTarget {
+  appId: string;
+  contextId: string;
+  locationId: string;
+  memberId: string;
+}
+
+export interface ScoreFacts {
+  /** The URL's member segment names a member of the URL's course. */
+  memberInContext: boolean;
+  /** The URL's tool has a placement of the URL's location in the course. */
+  placed: boolean;
+  /** A session's user's membership in the URL's course; null when not a member or not a session. */
+  callerMember: Pick<MemberRecord, 'id' | 'contextId' | 'groups'> | null;
+}
+
+export type ScoreDecision =
+  | { allowed: true; sourceType: 'session' | 'api_key'; sourceId: string }
+  | { allowed: false; problem: Problem };
+
+export const SCORE_MESSAGES = {
+  memberNotInContext: (memberId: string, contextId: string) => `member ${memberId} is not a member of context ${contextId}`,
+  apiKeyWrongTool: (keyApp: string, urlApp: string) => `API key is for tool ${keyApp}, not tool ${urlApp}`,
+  tokenWrongTool: (tokenApp: string, urlApp: string) => `api.token is for tool ${tokenApp}, not tool ${urlApp}`,
+  noPlacement: (appId: string, locationId: string, contextId: string) =>
+    `tool ${appId} has no placement of location ${locationId} in context ${contextId}`,
+  notAMember: (contextId: string) => `the session's user is not a member of context ${contextId}`,
+  studentOtherMember: "a student's session may only submit scores for its own member",
+  provisionToken: "a provision request's api.token cannot submit scores; use the api.token of a launch",
+  notAssessment: 'grade passback is only allowed for assessment locations',
+} as const;
+
+const deny = (status: number, code: string, detail: string): ScoreDecision => ({
+  allowed: false,
+  problem: new Problem(status, code, detail),
+});
+
+export function authorizeScore(
+  principal: Principal,
+  target: ScoreTarget,
+  form: ScoreUrlForm,
+  facts: ScoreFacts,
+): ScoreDecision {
+  switch (principal.kind) {
+    case 'none':
+      return deny(401, 'missing_api_key', MESSAGES.missingApiKey);
+    case 'apiKey':
+      if (form === 'account') return deny(401, 'api_key_not_accepted', MESSAGES.apiKeyNotAccepted);
+      break;
+    case 'session':
+    case 'provision':
+      break;
+  }
+
+  if (!facts.memberInContext) {
+    return deny(404, 'member_not_found', SCORE_MESSAGES.memberNotInContext(target.memberId, target.contextId));
+  }
+
+  if (principal.kind === 'apiKey' && principal.app.id !== target.appId) {
+    return deny(403, 'wrong_tool', SCORE_MESSAGES.apiKeyWrongTool(principal.app.id, target.appId));
+  }
+  if ((principal.kind === 'session' || principal.kind === 'provision') && principal.token.appId !== target.appId) {
+    return deny(403, 'wrong_tool', SCORE_MESSAGES.tokenWrongTool(principal.token.appId, target.appId));
+  }
+  // A provision request acts for no person, and scores are published as someone (S-04 decides sources).
+  if (principal.kind === 'provision') return deny(403, 'provision_token', SCORE_MESSAGES.provisionToken);
+
+  if (!facts.placed) {
+    return deny(403, 'no_placement', SCORE_MESSAGES.noPlacement(target.appId, target.locationId, target.contextId));
+  }
+
+  if (principal.kind === 'apiKey') return { allowed: true, sourceType: 'api_key', sourceId: '' };
+
+  const member = facts.callerMember;
+  if (member === null || member.contextId !== target.contextId || principal.token.userId === null) {
+    return deny(403, 'not_a_member', SCORE_MESSAGES.notAMember(target.contextId));
+  }
+  if (member.id !== target.memberId && !isStaff(member.groups)) {
+    return deny(403, 'not_own_member', SCORE_MESSAGES.studentOtherMember);
+  }
+  return { allowed: true, sourceType: 'session', sourceId: principal.token.userId };
+}
+
+/** Looks up the facts `authorizeScore` decides on. */
+export async function loadScoreFacts(
+  store: Pick<Store, 'members' | 'placements'>,
+  principal: Principal,
+  target: ScoreTarget,
+): Promise<ScoreFacts> {
+  const memberInContext = (await store.members.getInContext(target.contextId, target.memberId)) !== null;
+  const placed = memberInContext ? await store.placements.isPlaced(target.appId, target.contextId, target.locationId) : false;
+  const callerMember =
+    principal.kind === 'session' && principal.token.userId !== null
+      ? await store.members.find(target.contextId, principal.token.userId)
+      : null;
+  return { memberInContext, placed, callerMember };
+}
+
+export interface ScoreGuardResult {
+  target: ScoreTarget;
+  form: ScoreUrlForm;
+  principal: Principal;
+  sourceType: 'session' | 'api_key';
+  sourceId: string;
+}
+
+type ScorePathParams = { context_id: string; app_id: string; location_id: string; member_id: string };
+
+/** The guard of both score operations: 404 and 403 before the body is read (GAP-23). */
+export function scoreGuard<Op extends { parameters: { path: ScorePathParams } }>(
+  form: ScoreUrlForm,
+): Guard<Op, ScoreGuardResult> {
+  return async (ctx: GuardContext<Op>) => {
+    const params = ctx.params as unknown as ScorePathParams;
+    const target: ScoreTarget = {
+      appId: params.app_id,
+      contextId: params.context_id,
+      locationId: params.location_id,
+      memberId: params.member_id,
+    };
+    const facts = await loadScoreFacts(ctx.services.store, ctx.principal, target);
+    const decision = authorizeScore(ctx.principal, target, form, facts);
+    if (!decision.allowed) throw decision.problem;
+    return { target, form, principal: ctx.principal, sourceType: decision.sourceType, sourceId: decision.sourceId };
+  };
+}

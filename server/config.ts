@@ -1,0 +1,163 @@
+/**
+ * The service's configuration, read once from the environment at start and validated, so a typo
+ * fails the start with a clear message instead of surfacing as odd behaviour later.
+ */
+import { isAbsolute, resolve } from 'node:path';
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
+
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  /** Origin (scheme://host[:port], no path) used in `iss` and in every URL handed to tools (L-01, GAP-33). */
+  publicUrl: string;
+  apiTokenTtlSeconds: number;
+  responseValidation: boolean;
+  logLevel: LogLevel;
+  /** Issue 4's development switch: lets tool endpoint URLs point at loopback. Never on in production. */
+  allowLoopbackTools: boolean;
+  /** Largest JSON request body read (413 above): room for a 1 MB row written with some white space. */
+  httpBodyLimitBytes: number;
+  /** How long a shutdown waits for requests in flight before closing their connections. */
+  shutdownGraceMs: number;
+  nodeEnv: string;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Decision NS-14 default. */
+export const DEFAULT_API_TOKEN_TTL_SECONDS = 14_400;
+/** Matches the 413 message of the spec (`request body exceeds the HTTP limit of 2097152 bytes`). */
+export const DEFAULT_HTTP_BODY_LIMIT_BYTES = 2_097_152;
+
+const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
+
+function parseBool(name: string, raw: string | undefined, fallback: boolean, problems: string[]): boolean {
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const value = raw.trim().toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(value)) return true;
+  if (['0', 'false', 'no', 'off'].includes(value)) return false;
+  problems.push(`${name} must be true or false (also 1/0, yes/no, on/off), got ${JSON.stringify(raw)}`);
+  return fallback;
+}
+
+function parseIntIn(
+  name: string,
+  raw: string | undefined,
+  fallback: number,
+  min: number,
+  max: number,
+  problems: string[],
+): number {
+  if (raw === undefined || raw.trim() === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) {
+    problems.push(`${name} must be a whole number, got ${JSON.stringify(raw)}`);
+    return fallback;
+  }
+  const value = Number(raw.trim());
+  if (value < min || value > max) {
+    problems.push(`${name} must be between ${min} and ${max}, got ${value}`);
+    return fallback;
+  }
+  return value;
+}
+
+function originOf(host: string, port: number): string {
+  const bracketed = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+  // A wildcard bind address is not something a tool can call; name the machine's loopback instead.
+  const named = host === '0.0.0.0' || host === '::' ? 'localhost' : bracketed;
+  return `http://${named}:${port}`;
+}
+
+/**
+ * Reads the environment. `HOST` defaults to 127.0.0.1: a fresh checkout must not expose an API that
+ * holds course data on every interface; deployments set `HOST=0.0.0.0` behind their proxy.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): Config {
+  const problems: string[] = [];
+  const nodeEnv = env['NODE_ENV']?.trim() || 'development';
+  const port = parseIntIn('PORT', env['PORT'], 3000, 0, 65_535, problems);
+  const host = env['HOST']?.trim() || '127.0.0.1';
+  if (/[\s/]/.test(host)) problems.push(`HOST must be a host name or IP address, got ${JSON.stringify(host)}`);
+  const dataDirRaw = env['DATA_DIR']?.trim() || './data';
+  const dataDir = isAbsolute(dataDirRaw) ? dataDirRaw : resolve(cwd, dataDirRaw);
+
+  let publicUrl = originOf(host, port);
+  const publicRaw = env['PUBLIC_URL']?.trim();
+  if (publicRaw) {
+    let parsed: URL | null = null;
+    try {
+      parsed = new URL(publicRaw);
+    } catch {
+      problems.push(`PUBLIC_URL must be an absolute URL such as https://tis.example.edu, got ${JSON.stringify(publicRaw)}`);
+    }
+    if (parsed) {
+      if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
+        problems.push(`PUBLIC_URL must use https:// (or http:// for development), got ${parsed.protocol}`);
+      } else if ((parsed.pathname !== '/' && parsed.pathname !== '') || parsed.search || parsed.hash) {
+        // Every path of the API starts at the origin (L-01); a path prefix would break `{base_url}`.
+        problems.push(`PUBLIC_URL must be an origin with no path, query or fragment, got ${JSON.stringify(publicRaw)}`);
+      } else if (parsed.username || parsed.password) {
+        problems.push('PUBLIC_URL must not carry credentials');
+      } else {
+        publicUrl = parsed.origin;
+      }
+    }
+  }
+
+  const apiTokenTtlSeconds = parseIntIn(
+    'API_TOKEN_TTL_SECONDS',
+    env['API_TOKEN_TTL_SECONDS'],
+    DEFAULT_API_TOKEN_TTL_SECONDS,
+    60,
+    30 * 86_400,
+    problems,
+  );
+  const responseValidation = parseBool('RESPONSE_VALIDATION', env['RESPONSE_VALIDATION'], nodeEnv !== 'production', problems);
+  const levelRaw = (env['LOG_LEVEL']?.trim() || 'info').toLowerCase();
+  let logLevel: LogLevel = 'info';
+  if ((LOG_LEVELS as readonly string[]).includes(levelRaw)) logLevel = levelRaw as LogLevel;
+  else problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(env['LOG_LEVEL'])}`);
+  const allowLoopbackTools = parseBool('ALLOW_LOOPBACK_TOOLS', env['ALLOW_LOOPBACK_TOOLS'], false, problems);
+  const httpBodyLimitBytes = parseIntIn(
+    'HTTP_BODY_LIMIT_BYTES',
+    env['HTTP_BODY_LIMIT_BYTES'],
+    DEFAULT_HTTP_BODY_LIMIT_BYTES,
+    // Below this a full 1 MB context row could not be written.
+    1_048_576 + 1024,
+    64 * 1_048_576,
+    problems,
+  );
+  const shutdownGraceMs = parseIntIn('SHUTDOWN_GRACE_MS', env['SHUTDOWN_GRACE_MS'], 30_000, 0, 600_000, problems);
+  if (allowLoopbackTools && nodeEnv === 'production') {
+    problems.push('ALLOW_LOOPBACK_TOOLS must not be on when NODE_ENV=production');
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return {
+    port,
+    host,
+    dataDir,
+    publicUrl,
+    apiTokenTtlSeconds,
+    responseValidation,
+    logLevel,
+    allowLoopbackTools,
+    httpBodyLimitBytes,
+    shutdownGraceMs,
+    nodeEnv,
+  };
+}
+
+/** A configuration for tests and embedding, from explicit values over the defaults. */
+export function configFrom(overrides: Partial<Config> & { dataDir: string }): Config {
+  const base = loadConfig({ NODE_ENV: 'test' }, process.cwd());
+  const merged: Config = { ...base, ...overrides };
+  if (overrides.publicUrl === undefined) merged.publicUrl = originOf(merged.host, merged.port);
+  return merged;
+}

@@ -1,0 +1,202 @@
+/**
+ * The four storage rows (decision L-02): read, replace, patch. The row guard (server/auth) has already
+ * answered 404 for a row that is not there for the tool and 403 for a caller rule 4 refuses; what is
+ * left here, in the order of decision GAP-23, is the request (a malformed patch, a write over the size
+ * limit: 422), then the state (a context or location level not yet provisioned: 422), then the work.
+ */
+import type { operations } from '../../../generated/2026-09-21/types.js';
+import type { RowGuardResult } from '../../auth/permissions.js';
+import { rowGuard } from '../../auth/permissions.js';
+import { Problem } from '../../http/problem.js';
+import type { Handlers } from '../../http/registry.js';
+import { withGuard } from '../../http/registry.js';
+import type { Services } from '../../http/services.js';
+import type { JsonObject, RowKey, RowKind, Store } from '../../store/index.js';
+import { InvalidRowBodyError, RowTooLargeError, rowMaxBytes } from '../../store/index.js';
+import { applyPatch, validatePatchShape } from '../../../rules/json-patch.js';
+import type { PatchOperation } from '../../../rules/json-patch.js';
+
+type RowOperationId =
+  | 'getContextRow'
+  | 'putContextRow'
+  | 'patchContextRow'
+  | 'getLocationRow'
+  | 'putLocationRow'
+  | 'patchLocationRow'
+  | 'getMemberRow'
+  | 'putMemberRow'
+  | 'patchMemberRow'
+  | 'getMemberLocationRow'
+  | 'putMemberLocationRow'
+  | 'patchMemberLocationRow';
+
+/** What the handlers below need from a request: the services and the row the guard resolved. */
+interface RowRequest {
+  services: Services;
+  guarded: RowGuardResult;
+}
+
+/** The row's object as the response body; `{}` for a row never written. */
+type RowBody = Record<string, unknown>;
+
+// --- messages -------------------------------------------------------------------------------------
+
+function limitText(maxBytes: number): string {
+  return maxBytes % 1_048_576 === 0 ? `${maxBytes / 1_048_576} MB` : `${maxBytes / 1024} KB`;
+}
+
+export function rowTooLarge(kind: RowKind, size: number, maxBytes: number = rowMaxBytes(kind)): Problem {
+  return new Problem(
+    422,
+    'row_too_large',
+    `row too large: ${size} bytes of compact JSON, at most ${maxBytes} (${limitText(maxBytes)}) for a ${kind} row`,
+  );
+}
+
+export function notProvisioned(key: RowKey): Problem {
+  const detail =
+    key.kind === 'location' || key.kind === 'member_location'
+      ? `location ${key.locationId} in context ${key.contextId} is not provisioned yet: the tool must PUT its provision URL first`
+      : `context ${key.contextId} is not provisioned yet: the tool must PUT its provision URL first`;
+  return new Problem(422, 'level_not_provisioned', detail);
+}
+
+// --- shared with the files handlers ----------------------------------------------------------------
+
+/**
+ * Context and location rows, and their files, exist only once the tool has PUT the level's provision
+ * URL; member rows are open from the first launch and never answer this.
+ */
+export async function requireProvisioned(store: Store, key: RowKey): Promise<void> {
+  if (key.kind === 'context') {
+    if (!(await store.provisioning.isProvisioned({ appId: key.appId, contextId: key.contextId }))) throw notProvisioned(key);
+  } else if (key.kind === 'location') {
+    const level = { appId: key.appId, contextId: key.contextId, locationId: key.locationId };
+    if (!(await store.provisioning.isProvisioned(level))) throw notProvisioned(key);
+  }
+}
+
+// --- the operations --------------------------------------------------------------------------------
+
+async function readRow({ services, guarded }: RowRequest): Promise<RowBody> {
+  await requireProvisioned(services.store, guarded.key);
+  // Stored as compact JSON text and parsed once to go through the response validator; serializing it
+  // again gives back the same text, key order included (decision GAP-37).
+  return JSON.parse(await services.store.rows.getRow(guarded.key)) as RowBody;
+}
+
+/** UTF-8 bytes of the compact JSON of `value` (decision GAP-06). */
+export function compactJsonBytes(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value), 'utf8');
+}
+
+async function replaceRow({ services, guarded }: RowRequest, body: unknown): Promise<void> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new Problem(422, 'invalid_row_body', 'a row holds one JSON object: the body must be a JSON object');
+  }
+  const maxBytes = rowMaxBytes(guarded.key.kind);
+  const size = compactJsonBytes(body);
+  if (size > maxBytes) throw rowTooLarge(guarded.key.kind, size, maxBytes);
+  await requireProvisioned(services.store, guarded.key);
+  try {
+    await services.store.rows.putRow(guarded.key, body as JsonObject, { maxBytes });
+  } catch (err) {
+    if (err instanceof RowTooLargeError) throw rowTooLarge(guarded.key.kind, err.size, err.maxBytes);
+    throw err;
+  }
+}
+
+/** Thrown inside the row lock to abort the transaction with the contract's answer. */
+class PatchRefused extends Error {
+  constructor(readonly problem: Problem) {
+    super(problem.detail);
+  }
+}
+
+async function patchRow({ services, guarded }: RowRequest, body: unknown): Promise<void> {
+  const shape = validatePatchShape(body);
+  if (!shape.ok) {
+    throw new Problem(422, 'invalid_patch', shape.message, {
+      errors: shape.errors.map((e) => ({ path: `/body${e.path}`, message: e.message })),
+    });
+  }
+  await requireProvisioned(services.store, guarded.key);
+  const maxBytes = rowMaxBytes(guarded.key.kind);
+  const patch: readonly PatchOperation[] = shape.patch;
+  try {
+    // Read, apply and write in one transaction under the row lock: concurrent patches serialize, and a
+    // refusal rolls back with the row as it was.
+    await services.store.rows.patchRow(
+      guarded.key,
+      (current) => {
+        // "Missing intermediate objects are created by an add" (contract; decision S-17).
+        const result = applyPatch(current, patch, { createIntermediates: true });
+        if (!result.ok) {
+          throw new PatchRefused(
+            new Problem(422, 'patch_failed', result.error.message, {
+              errors: [{ path: `/body${result.error.field}`, message: result.error.message }],
+            }),
+          );
+        }
+        const next = result.doc;
+        if (typeof next !== 'object' || next === null || Array.isArray(next)) {
+          throw new PatchRefused(new Problem(422, 'patch_failed', 'patch failed: the result is not a JSON object, and a row holds one object'));
+        }
+        return next as JsonObject;
+      },
+      { maxBytes },
+    );
+  } catch (err) {
+    if (err instanceof PatchRefused) throw err.problem;
+    if (err instanceof RowTooLargeError) throw rowTooLarge(guarded.key.kind, err.size, err.maxBytes);
+    if (err instanceof InvalidRowBodyError) throw new Problem(422, 'patch_failed', err.message);
+    throw err;
+  }
+}
+
+type Ops = operations;
+
+export const rowHandlers: Pick<Handlers<Ops>, RowOperationId> = {
+  getContextRow: withGuard(rowGuard<Ops['getContextRow']>('context'), async (ctx) => ({ status: 200, body: await readRow(ctx) })),
+  putContextRow: withGuard(rowGuard<Ops['putContextRow']>('context'), async (ctx) => {
+    await replaceRow(ctx, ctx.body);
+    return { status: 204 };
+  }),
+  patchContextRow: withGuard(rowGuard<Ops['patchContextRow']>('context'), async (ctx) => {
+    await patchRow(ctx, ctx.body);
+    return { status: 204 };
+  }),
+
+  getLocationRow: withGuard(rowGuard<Ops['getLocationRow']>('location'), async (ctx) => ({ status: 200, body: await readRow(ctx) })),
+  putLocationRow: withGuard(rowGuard<Ops['putLocationRow']>('location'), async (ctx) => {
+    await replaceRow(ctx, ctx.body);
+    return { status: 204 };
+  }),
+  patchLocationRow: withGuard(rowGuard<Ops['patchLocationRow']>('location'), async (ctx) => {
+    await patchRow(ctx, ctx.body);
+    return { status: 204 };
+  }),
+
+  getMemberRow: withGuard(rowGuard<Ops['getMemberRow']>('member'), async (ctx) => ({ status: 200, body: await readRow(ctx) })),
+  putMemberRow: withGuard(rowGuard<Ops['putMemberRow']>('member'), async (ctx) => {
+    await replaceRow(ctx, ctx.body);
+    return { status: 204 };
+  }),
+  patchMemberRow: withGuard(rowGuard<Ops['patchMemberRow']>('member'), async (ctx) => {
+    await patchRow(ctx, ctx.body);
+    return { status: 204 };
+  }),
+
+  getMemberLocationRow: withGuard(rowGuard<Ops['getMemberLocationRow']>('member_location'), async (ctx) => ({
+    status: 200,
+    body: await readRow(ctx),
+  })),
+  putMemberLocationRow: withGuard(rowGuard<Ops['putMemberLocationRow']>('member_location'), async (ctx) => {
+    await replaceRow(ctx, ctx.body);
+    return { status: 204 };
+  }),
+  patchMemberLocationRow: withGuard(rowGuard<Ops['patchMemberLocationRow']>('member_location'), async (ctx) => {
+    await patchRow(ctx, ctx.body);
+    return { status: 204 };
+  }),
+};

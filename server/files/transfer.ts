@@ -1,0 +1,292 @@
+/**
+ * The files of a row, end to end: listing, reading with a signed download URL, signing an upload form
+ * (with the quota check), receiving the upload, serving downloads and deleting. The row has already
+ * been found and authorized by the caller (the row guard); this module owns what happens to files.
+ *
+ * The one invariant that matters most: a stored file is only ever replaced by a database commit that
+ * points its key at a complete, durable new blob. The old blob is deleted after that commit, so a failed,
+ * refused or abandoned upload never costs the file it meant to replace.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Readable } from 'node:stream';
+import type { Clock, FileLimits, FileRecord, RowKey, Store, UploadReservation } from '../store/index.js';
+import { FILE_LIMITS, FileQuotaError, UploadNotPendingError } from '../store/index.js';
+import type { BlobStore } from './blob-store.js';
+import { BlobNotFoundError } from './blob-store.js';
+import { FilesError } from './errors.js';
+import { resolveContentType } from './mime.js';
+import { MAX_UPLOAD_BODY_BYTES, receiveUpload } from './multipart.js';
+import type { FilesSigner, UploadPolicy } from './signing.js';
+import type { UploadRequest } from './upload-request.js';
+
+/** Decision GAP-05: a signed upload form is valid 15 minutes. */
+export const UPLOAD_FORM_TTL_MS = 15 * 60 * 1000;
+/** Decision GAP-07: a download URL lives 5 minutes. */
+export const DOWNLOAD_URL_TTL_MS = 5 * 60 * 1000;
+
+export interface FileSummary {
+  key: string;
+  size: number;
+  modified: number;
+}
+
+export interface FileDetail extends FileSummary {
+  content_type: string;
+  url: string;
+  expires: number;
+}
+
+export interface UploadFormAnswer {
+  url: string;
+  fields: { policy: string; signature: string };
+}
+
+export interface FileTransferOptions {
+  store: Store;
+  blobs: BlobStore;
+  signer: FilesSigner;
+  clock: Clock;
+  /** Origin of every URL handed out (L-01). */
+  publicUrl: string;
+  /** Lifetimes, shortened by tests; default to the decisions' values. */
+  uploadFormTtlMs?: number;
+  downloadUrlTtlMs?: number;
+  limits?: FileLimits;
+  maxUploadBodyBytes?: number;
+  /** Where a blob that could not be deleted is reported (it is garbage, never data loss). */
+  onOrphanBlob?: (blobId: string, err: unknown) => void;
+}
+
+export interface OpenedDownload {
+  file: FileRecord;
+  stream: Readable;
+  size: number;
+}
+
+interface AdmittedUpload {
+  policy: UploadPolicy;
+  reservation: UploadReservation;
+}
+
+const DOWNLOAD_MESSAGES = {
+  invalid: 'invalid download signature',
+  expired: 'download URL expired',
+  gone: 'the file no longer exists',
+} as const;
+
+const UPLOAD_MESSAGES = {
+  invalid: 'invalid upload signature',
+  expired: 'upload form expired',
+} as const;
+
+export class FileTransfer {
+  readonly #o: Required<Omit<FileTransferOptions, 'onOrphanBlob'>> & Pick<FileTransferOptions, 'onOrphanBlob'>;
+
+  constructor(options: FileTransferOptions) {
+    this.#o = {
+      uploadFormTtlMs: UPLOAD_FORM_TTL_MS,
+      downloadUrlTtlMs: DOWNLOAD_URL_TTL_MS,
+      limits: FILE_LIMITS,
+      maxUploadBodyBytes: MAX_UPLOAD_BODY_BYTES,
+      ...options,
+      publicUrl: options.publicUrl.replace(/\/+$/, ''),
+    };
+    // The store keeps a form's life in whole seconds.
+    if (!Number.isSafeInteger(this.#o.uploadFormTtlMs / 1000) || this.#o.uploadFormTtlMs <= 0) {
+      throw new RangeError('uploadFormTtlMs must be a positive whole number of seconds');
+    }
+    if (!Number.isSafeInteger(this.#o.downloadUrlTtlMs) || this.#o.downloadUrlTtlMs <= 0) {
+      throw new RangeError('downloadUrlTtlMs must be a positive whole number of milliseconds');
+    }
+  }
+
+  get limits(): FileLimits {
+    return this.#o.limits;
+  }
+
+  /** Stored files by key (decision S-02); uploads in flight are not listed (GAP-35). */
+  async list(row: RowKey): Promise<FileSummary[]> {
+    const files = await this.#o.store.files.list(row);
+    // Sorted here as well as in SQL: collations differ between engines, and "by key" means by code unit.
+    return files
+      .map((f) => ({ key: f.key, size: f.size, modified: f.modified }))
+      .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+
+  async read(row: RowKey, key: string): Promise<FileDetail> {
+    const file = await this.#o.store.files.get(row, key);
+    if (!file) throw new FilesError(404, 'file_not_found', `no file with key ${key} in this row`);
+    const expires = this.#o.clock.nowMs() + this.#o.downloadUrlTtlMs;
+    const token = this.#o.signer.signDownload({ blob: file.blobId, expires });
+    return {
+      key: file.key,
+      size: file.size,
+      modified: file.modified,
+      content_type: file.contentType,
+      url: `${this.#o.publicUrl}/v1/downloads/${token}`,
+      expires,
+    };
+  }
+
+  /**
+   * Reserves the upload in the row's quota and signs its form. The reservation and the quota check are
+   * one transaction in the store, so two signings racing for the last slot cannot both win.
+   */
+  async requestUpload(row: RowKey, key: string, request: UploadRequest): Promise<UploadFormAnswer> {
+    if (request.size > this.#o.limits.maxFileBytes) {
+      throw new FilesError(422, 'file_too_large', `size must be at most ${this.#o.limits.maxFileBytes} bytes (${mb(this.#o.limits.maxFileBytes)})`);
+    }
+    const contentType = resolveContentType(request.mimetype || undefined, request.filename || undefined, key);
+    let reservation: UploadReservation;
+    try {
+      reservation = await this.#o.store.files.reserveUpload({
+        row,
+        key,
+        size: request.size,
+        contentType,
+        filename: request.filename || key,
+        attachment: request.attachment,
+        ttlSeconds: this.#o.uploadFormTtlMs / 1000,
+        limits: this.#o.limits,
+      });
+    } catch (err) {
+      throw this.#quotaProblem(err, request.size);
+    }
+    const policy: UploadPolicy = {
+      upload: reservation.id,
+      row,
+      key,
+      size: reservation.size,
+      content_type: reservation.contentType,
+      filename: reservation.filename,
+      attachment: reservation.attachment,
+      expires: reservation.expiresAt,
+    };
+    return { url: `${this.#o.publicUrl}/v1/uploads`, fields: this.#o.signer.signUpload(policy) };
+  }
+
+  /** Decision S-02: 204 also when no file had the key; an upload in flight is not cancelled. */
+  async delete(row: RowKey, key: string): Promise<void> {
+    const blobId = await this.#o.store.files.deleteFile(row, key);
+    if (blobId) await this.#deleteBlob(blobId);
+  }
+
+  /**
+   * The upload target. Resolves once the file is stored and listed; rejects with a `FilesError` and
+   * stores nothing otherwise.
+   */
+  async receive(req: IncomingMessage): Promise<FileRecord> {
+    const { admitted, blob } = await receiveUpload<AdmittedUpload>(req, {
+      blobs: this.#o.blobs,
+      maxBodyBytes: this.#o.maxUploadBodyBytes,
+      admit: async (fields) => {
+        const a = await this.#admit(fields);
+        return { admitted: a, expectedSize: a.policy.size };
+      },
+    });
+    let stored: Awaited<ReturnType<Store['files']['storeUpload']>>;
+    try {
+      stored = await this.#o.store.files.storeUpload(admitted.reservation.id, { blobId: blob.id, size: blob.size }, { limits: this.#o.limits });
+    } catch (err) {
+      await this.#deleteBlob(blob.id);
+      if (err instanceof UploadNotPendingError) throw new FilesError(403, 'upload_form_expired', UPLOAD_MESSAGES.expired);
+      throw this.#quotaProblem(err, blob.size);
+    }
+    if (stored.replacedBlobId) await this.#deleteBlob(stored.replacedBlobId);
+    return stored.file;
+  }
+
+  /**
+   * A signed download: the signature first (403), then its expiry (403), then the file it names (404
+   * once that file was replaced or deleted, decision S-02). The blob is opened before this resolves, so
+   * a replacement committed while the bytes stream cannot cut the download short.
+   */
+  async openDownload(token: string): Promise<OpenedDownload> {
+    const grant = this.#o.signer.verifyDownload(token);
+    if (!grant) throw new FilesError(403, 'invalid_download_signature', DOWNLOAD_MESSAGES.invalid);
+    if (grant.expires <= this.#o.clock.nowMs()) throw new FilesError(403, 'download_expired', DOWNLOAD_MESSAGES.expired);
+    const file = await this.#o.store.files.getByBlob(grant.blob);
+    if (!file) throw new FilesError(404, 'file_not_found', DOWNLOAD_MESSAGES.gone);
+    try {
+      const opened = await this.#o.blobs.get(file.blobId);
+      return { file, stream: opened.stream, size: opened.size };
+    } catch (err) {
+      if (err instanceof BlobNotFoundError) throw new FilesError(404, 'file_not_found', DOWNLOAD_MESSAGES.gone);
+      throw err;
+    }
+  }
+
+  /** The fields before `file` are the upload's credential. */
+  async #admit(fields: ReadonlyMap<string, string>): Promise<AdmittedUpload> {
+    const encoded = fields.get('policy');
+    const signature = fields.get('signature');
+    const policy = encoded !== undefined && signature !== undefined ? this.#o.signer.verifyUpload(encoded, signature) : null;
+    if (!policy) throw new FilesError(403, 'invalid_upload_signature', UPLOAD_MESSAGES.invalid);
+    if (policy.expires <= this.#o.clock.nowMs()) throw new FilesError(403, 'upload_form_expired', UPLOAD_MESSAGES.expired);
+    const reservation = await this.#o.store.files.getReservation(policy.upload);
+    // Gone (a Sandbox reset discarded it) or swept: the form no longer holds anything, like an expired one.
+    if (!reservation || (reservation.state !== 'pending' && reservation.state !== 'completed')) {
+      throw new FilesError(403, 'upload_form_expired', UPLOAD_MESSAGES.expired);
+    }
+    if (!policyMatches(policy, reservation)) throw new FilesError(403, 'invalid_upload_signature', UPLOAD_MESSAGES.invalid);
+    // A form used before holds no reservation any more: say now, not after reading the bytes, that the
+    // file no longer fits. The check that decides is the one when the upload lands.
+    try {
+      await this.#o.store.files.checkFits(reservation.row, reservation.key, reservation.size, this.#o.limits);
+    } catch (err) {
+      throw this.#quotaProblem(err, reservation.size);
+    }
+    return { policy, reservation };
+  }
+
+  #quotaProblem(err: unknown, size: number): unknown {
+    if (!(err instanceof FileQuotaError)) return err;
+    const limits = this.#o.limits;
+    switch (err.reason) {
+      case 'file_size':
+        return new FilesError(422, 'file_too_large', `size must be at most ${limits.maxFileBytes} bytes (${mb(limits.maxFileBytes)})`);
+      case 'file_count':
+        return new FilesError(422, 'too_many_files', `file quota exceeded: a row keeps at most ${limits.maxFiles} files`);
+      case 'total_bytes':
+        // `requested` is what the row would hold with this file: the rest is what others hold or reserve.
+        return new FilesError(
+          422,
+          'file_bytes_quota_exceeded',
+          `file quota exceeded: a row keeps at most ${limits.maxTotalBytes} bytes (${mb(limits.maxTotalBytes)}) of files; ` +
+            `${Math.max(0, err.requested - size)} are stored or reserved and this file needs ${size}`,
+        );
+    }
+  }
+
+  async #deleteBlob(blobId: string): Promise<void> {
+    try {
+      await this.#o.blobs.delete(blobId);
+    } catch (err) {
+      this.#o.onOrphanBlob?.(blobId, err);
+    }
+  }
+}
+
+function mb(bytes: number): string {
+  const value = bytes / 1_048_576;
+  return Number.isInteger(value) ? `${value} MB` : `${bytes} bytes`;
+}
+
+function sameRow(a: RowKey, b: RowKey): boolean {
+  const loc = (k: RowKey): string => (k.kind === 'location' || k.kind === 'member_location' ? k.locationId : '');
+  const mem = (k: RowKey): string => (k.kind === 'member' || k.kind === 'member_location' ? k.memberId : '');
+  return a.appId === b.appId && a.contextId === b.contextId && a.kind === b.kind && loc(a) === loc(b) && mem(a) === mem(b);
+}
+
+/** A policy is the service's only if it says what the reservation it names holds. */
+function policyMatches(policy: UploadPolicy, reservation: UploadReservation): boolean {
+  return (
+    sameRow(policy.row, reservation.row) &&
+    policy.key === reservation.key &&
+    policy.size === reservation.size &&
+    policy.content_type === reservation.contentType &&
+    policy.filename === reservation.filename &&
+    policy.attachment === reservation.attachment &&
+    policy.expires === reservation.expiresAt
+  );
+}

@@ -1,0 +1,72 @@
+/**
+ * The body of a file PUT (ask to store), checked with the exact messages of decisions GAP-04 and S-01.
+ * The key's own rule (GAP-03) is here too, because every file method checks it.
+ */
+import { FilesError } from './errors.js';
+
+export const MAX_FILE_BYTES = 26_214_400;
+
+export const FILE_KEY_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+export const FILE_KEY_MESSAGE =
+  "invalid file key: 1 to 128 characters of letters, digits, '.', '_' or '-', starting with a letter or digit";
+
+/** The spec's media-type pattern: `type/subtype` with optional parameters; empty means "guess". */
+const MEDIA_TYPE =
+  /^([A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}( *; *[A-Za-z0-9!#$&^_.+-]+=("[^"\r\n]*"|[A-Za-z0-9!#$&^_.+-]+))*)?$/;
+// eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
+const FILENAME = /^[^\x00-\x1F\x7F/\\]*$/;
+
+export const UPLOAD_MESSAGES = {
+  sizeRequired: 'size is required',
+  sizeNotInteger: 'size must be a non-negative integer',
+  sizeTooLarge: `size must be at most ${MAX_FILE_BYTES} bytes (25 MB)`,
+  mimetype: 'mimetype must be a media type such as text/plain',
+  filename: "filename must be at most 255 characters with no control characters, '/' or '\\'",
+  attachment: 'attachment must be true or false',
+  unknownField: (name: string) => `unknown field: ${name}`,
+} as const;
+
+const FIELDS = new Set(['size', 'mimetype', 'filename', 'attachment']);
+
+export interface UploadRequest {
+  size: number;
+  /** Empty when the PUT left it to be guessed. */
+  mimetype: string;
+  /** Empty when the PUT left it to default to the key. */
+  filename: string;
+  attachment: boolean;
+}
+
+export function checkFileKey(key: string): void {
+  if (!FILE_KEY_PATTERN.test(key)) throw new FilesError(422, 'invalid_file_key', FILE_KEY_MESSAGE);
+}
+
+const invalid = (code: string, detail: string): FilesError => new FilesError(422, code, detail);
+
+/** Unknown fields first (the body's shape), then each field in the table's order. */
+export function parseUploadRequest(body: unknown): UploadRequest {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalid('size_required', UPLOAD_MESSAGES.sizeRequired);
+  const record = body as Record<string, unknown>;
+  for (const name of Object.keys(record)) {
+    if (!FIELDS.has(name)) throw invalid('unknown_field', UPLOAD_MESSAGES.unknownField(name));
+  }
+  const { size, mimetype, filename, attachment } = record;
+  if (size === undefined) throw invalid('size_required', UPLOAD_MESSAGES.sizeRequired);
+  if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0) {
+    throw invalid('invalid_size', UPLOAD_MESSAGES.sizeNotInteger);
+  }
+  if (size > MAX_FILE_BYTES) throw invalid('file_too_large', UPLOAD_MESSAGES.sizeTooLarge);
+  if (mimetype !== undefined && (typeof mimetype !== 'string' || mimetype.length > 255 || !MEDIA_TYPE.test(mimetype))) {
+    throw invalid('invalid_mimetype', UPLOAD_MESSAGES.mimetype);
+  }
+  if (filename !== undefined && (typeof filename !== 'string' || [...filename].length > 255 || !FILENAME.test(filename))) {
+    throw invalid('invalid_filename', UPLOAD_MESSAGES.filename);
+  }
+  if (attachment !== undefined && typeof attachment !== 'boolean') throw invalid('invalid_attachment', UPLOAD_MESSAGES.attachment);
+  return {
+    size,
+    mimetype: mimetype ?? '',
+    filename: filename ?? '',
+    attachment: attachment ?? false,
+  };
+}

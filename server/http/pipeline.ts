@@ -1,0 +1,275 @@
+/**
+ * The request pipeline of one contract's API, in the order of decision GAP-23:
+ *
+ *   match the operation (404, 405 + Allow) → credential (401) → the operation's guard (404, 403)
+ *   → Content-Type (415) → size (413) → JSON (400) → the validator (mapped to 422 or 400)
+ *   → the handler (state 422, then success) → the response validator (when on).
+ *
+ * The validator (express-openapi-validator) runs late on purpose: run first it would answer a
+ * malformed body with 400 before an unauthenticated caller got its 401.
+ */
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import * as OpenApiValidator from 'express-openapi-validator';
+import { resolvePrincipal } from '../auth/credentials.js';
+import type { Principal } from '../auth/principal.js';
+import { hasBody, isMediaType, parseFormBody, parseJsonBody, readRawBody, unsupportedMediaType } from './body.js';
+import type { Logger } from './log.js';
+import { Problem } from './problem.js';
+import type { GuardContext, HandlerContext, HandlerResult } from './registry.js';
+import { writeResult } from './registry.js';
+import { OperationRouter } from './routes.js';
+import type { OperationEntry } from './routes.js';
+import type { Services } from './services.js';
+import { failuresFromValidatorError, mapValidationFailures } from './validation-errors.js';
+
+/** A handler of any operation, as the pipeline sees it; type safety lives in `Handlers<...>`. */
+export interface AnyHandler {
+  (ctx: HandlerContext<never>): Promise<HandlerResult<never>>;
+  guard?: (ctx: GuardContext<never>) => Promise<unknown>;
+}
+
+/** One served contract: its bundled spec, its operations table and one handler per operation. */
+export interface ContractDefinition {
+  /** The contract date, or the name of a non-contract API (e.g. `sandbox-lms`). */
+  version: string;
+  /** The bundled OpenAPI document (`generated/<contract>/openapi.json`); the validator reads a copy. */
+  spec: Record<string, unknown>;
+  operations: Readonly<Record<string, OperationEntry>>;
+  handlers: Readonly<Record<string, unknown>>;
+  /**
+   * Credential resolution; default: the contract's own (`resolvePrincipal`, API key and api.token).
+   * An API with its own scheme (the Sandbox LMS's OAuth tokens) authenticates in its handlers instead.
+   */
+  authenticate?: 'contract' | 'handler';
+}
+
+export interface PipelineOptions {
+  responseValidation: boolean;
+  bodyLimitBytes: number;
+}
+
+/** Per request, kept on `res.locals` by the app's first middleware. */
+export interface RequestLocals {
+  requestId: string;
+  log: Logger;
+  /** The matched operation's path template, for the access log. */
+  route?: string;
+  operationId?: string;
+}
+
+export function requestLocals(res: Response): RequestLocals {
+  return res.locals as RequestLocals;
+}
+
+type BodyKind =
+  | { kind: 'none' }
+  | { kind: 'json'; required: boolean; mediaTypes: string[] }
+  | { kind: 'form'; required: boolean }
+  | { kind: 'multipart'; required: boolean };
+
+interface SpecResponse {
+  $ref?: string;
+  content?: Record<string, unknown>;
+}
+
+interface SpecOperation {
+  requestBody?: { $ref?: string; required?: boolean; content?: Record<string, unknown> };
+  responses?: Record<string, SpecResponse>;
+}
+
+interface OperationShape {
+  body: BodyKind;
+  /** Status → the media type a success body is written with. */
+  responseTypes: Map<number, string>;
+}
+
+const isJsonMediaType = (type: string): boolean => type === 'application/json' || type.endsWith('+json');
+
+/** What each operation takes and answers, read from the spec so it cannot drift from it. */
+function operationShapes(spec: Record<string, unknown>, operations: Iterable<OperationEntry>): Map<string, OperationShape> {
+  const paths = (spec['paths'] ?? {}) as Record<string, Record<string, SpecOperation>>;
+  const components = (spec['components'] ?? {}) as Record<string, Record<string, unknown>>;
+  const requestBodies = (components['requestBodies'] ?? {}) as Record<string, SpecOperation['requestBody']>;
+  const responses = (components['responses'] ?? {}) as Record<string, SpecResponse>;
+  const shapes = new Map<string, OperationShape>();
+  for (const op of operations) {
+    const specOp = paths[op.path]?.[op.method.toLowerCase()];
+    let body = specOp?.requestBody;
+    if (body?.$ref) body = requestBodies[body.$ref.split('/').pop() ?? ''];
+    const content = Object.keys(body?.content ?? {});
+    const required = body?.required === true;
+    let kind: BodyKind;
+    if (!body || content.length === 0) kind = { kind: 'none' };
+    else if (content.includes('multipart/form-data')) kind = { kind: 'multipart', required };
+    else if (content.includes('application/x-www-form-urlencoded')) kind = { kind: 'form', required };
+    else kind = { kind: 'json', required, mediaTypes: content.filter(isJsonMediaType) };
+    const responseTypes = new Map<number, string>();
+    for (const [status, raw] of Object.entries(specOp?.responses ?? {})) {
+      const response = raw.$ref ? responses[raw.$ref.split('/').pop() ?? ''] : raw;
+      const type = Object.keys(response?.content ?? {}).find(isJsonMediaType);
+      if (type && /^\d+$/.test(status)) responseTypes.set(Number(status), type);
+    }
+    shapes.set(op.id, { body: kind, responseTypes });
+  }
+  return shapes;
+}
+
+type Runner = (req: Request, res: Response, lateError: (err: unknown) => void) => Promise<void>;
+
+/**
+ * Runs the validator's middlewares in sequence outside Express's own chain, so the pipeline decides when
+ * validation happens. A response-validation failure surfaces after the chain has finished (when the
+ * handler calls `res.json`); it is handed to `lateError`, which answers 500.
+ */
+function validatorRunner(spec: Record<string, unknown>, responseValidation: boolean): Runner {
+  const middlewares = OpenApiValidator.middleware({
+    // The validator mutates the document it is given (drops examples); keep ours intact.
+    apiSpec: structuredClone(spec) as never,
+    validateRequests: { allErrors: true, allowUnknownQueryParameters: true },
+    validateResponses: responseValidation ? { allErrors: true } : false,
+    // Our own credential resolution runs first and answers 401 itself (GAP-23).
+    validateSecurity: false,
+    // Multipart bodies are streamed by the upload handler, never buffered by the validator.
+    fileUploader: false,
+    validateFormats: true,
+  }) as unknown as RequestHandler[];
+  return (req, res, lateError) =>
+    new Promise<void>((resolve, reject) => {
+      let index = 0;
+      let settled = false;
+      const next = (err?: unknown): void => {
+        if (settled) {
+          if (err !== undefined && err !== null) lateError(err);
+          return;
+        }
+        if (err !== undefined && err !== null && err !== 'route' && err !== 'router') {
+          settled = true;
+          reject(err);
+          return;
+        }
+        const middleware = middlewares[index];
+        index += 1;
+        if (!middleware) {
+          settled = true;
+          resolve();
+          return;
+        }
+        try {
+          const out = middleware(req, res, next as NextFunction) as unknown;
+          if (out instanceof Promise) out.catch(next);
+        } catch (e) {
+          next(e);
+        }
+      };
+      next();
+    });
+}
+
+function isValidatorError(err: unknown): err is { status: number; errors?: unknown; message: string } {
+  return typeof err === 'object' && err !== null && typeof (err as { status?: unknown }).status === 'number' && 'errors' in err;
+}
+
+export function contractPipeline(contract: ContractDefinition, services: Services, options: PipelineOptions): RequestHandler {
+  const operations = Object.values(contract.operations);
+  const router = new OperationRouter(operations);
+  const shapes = operationShapes(contract.spec, operations);
+  const validate = validatorRunner(contract.spec, options.responseValidation);
+  for (const op of operations) {
+    if (typeof contract.handlers[op.id] !== 'function') throw new Error(`contract ${contract.version}: no handler for ${op.id}`);
+  }
+
+  return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+    const locals = requestLocals(res);
+    try {
+      const found = router.lookup(req.method, req.path);
+      if (found.kind === 'not_found') throw new Problem(404, 'not_found', `no operation at ${req.method} ${req.path}`);
+      if (found.kind === 'method_not_allowed') {
+        throw new Problem(405, 'method_not_allowed', `${req.method} is not allowed here; allowed: ${found.allow.join(', ')}`, {
+          headers: { Allow: found.allow.join(', ') },
+        });
+      }
+      const { operation, params } = found.match;
+      locals.route = operation.path;
+      locals.operationId = operation.id;
+      const log = locals.log.child({ operation: operation.id });
+      const handler = contract.handlers[operation.id] as AnyHandler;
+
+      const principal: Principal =
+        contract.authenticate === 'handler'
+          ? { kind: 'none' }
+          : await resolvePrincipal(
+              services.store,
+              { security: operation.security, scoreUrl: operation.tag === 'Scores' },
+              req.headers.authorization,
+            );
+
+      if (handler.guard) {
+        await handler.guard({
+          operationId: operation.id,
+          method: req.method,
+          params: params as never,
+          headers: req.headers,
+          principal,
+          services,
+          req,
+          requestId: locals.requestId,
+          log,
+        });
+      }
+
+      const shape = shapes.get(operation.id) ?? { body: { kind: 'none' }, responseTypes: new Map<number, string>() };
+      const kind = shape.body;
+      let body: unknown;
+      if (kind.kind === 'json' || kind.kind === 'form') {
+        if (hasBody(req)) {
+          const accepted = kind.kind === 'json' ? kind.mediaTypes : ['application/x-www-form-urlencoded'];
+          if (!accepted.some((type) => isMediaType(req.headers['content-type'], type))) {
+            throw unsupportedMediaType(`Content-Type must be ${accepted.join(' or ')}`);
+          }
+          const raw = await readRawBody(req, options.bodyLimitBytes);
+          body = kind.kind === 'json' ? parseJsonBody(raw) : parseFormBody(raw);
+        }
+        if (body === undefined) {
+          if (kind.required) {
+            throw mapValidationFailures(operation, [{ path: '/body', keyword: 'required', message: 'request body is required' }], undefined);
+          }
+          // An absent optional body is not a body of the declared media type.
+          delete req.headers['content-type'];
+        }
+        req.body = body;
+      }
+
+      if (kind.kind !== 'multipart') {
+        try {
+          await validate(req, res, (err) => next(err));
+        } catch (err) {
+          if (isValidatorError(err) && err.status < 500) {
+            throw mapValidationFailures(operation, failuresFromValidatorError(err), body);
+          }
+          throw err;
+        }
+      }
+
+      const ctx = {
+        operationId: operation.id,
+        params,
+        query: req.query,
+        body: kind.kind === 'multipart' ? req : body,
+        headers: req.headers,
+        principal,
+        services,
+        req,
+        res,
+        requestId: locals.requestId,
+        log,
+      } as unknown as HandlerContext<never>;
+      const result = (await handler(ctx)) as Parameters<typeof writeResult>[1];
+      if (res.headersSent && !('stream' in result)) {
+        throw new Error(`handler ${operation.id} wrote the response itself but did not return {stream: true}`);
+      }
+      writeResult(res, result, 'status' in result ? shape.responseTypes.get(result.status) : undefined);
+    } catch (err) {
+      next(err);
+    }
+  };
+}

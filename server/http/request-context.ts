@@ -1,0 +1,56 @@
+/**
+ * First middleware of every request: the request id (`Request-Id`, decision NS-15), the contract headers
+ * every response carries (NS-18), and one structured access-log line when the response is done.
+ */
+import { randomBytes } from 'node:crypto';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { Logger } from './log.js';
+import type { RequestLocals } from './pipeline.js';
+
+/** An incoming id is kept when it is safe to echo into headers and logs; anything else is replaced. */
+const INCOMING_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{7,127}$/;
+
+export function newRequestId(): string {
+  return `req_${randomBytes(12).toString('base64url')}`;
+}
+
+export function acceptedRequestId(header: string | string[] | undefined): string | null {
+  const value = Array.isArray(header) ? header[0] : header;
+  return typeof value === 'string' && INCOMING_ID.test(value) ? value : null;
+}
+
+export function requestContext(log: Logger, servedVersionOf: (res: Response) => string): RequestHandler {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const started = process.hrtime.bigint();
+    const requestId = acceptedRequestId(req.headers['request-id']) ?? newRequestId();
+    const locals = res.locals as RequestLocals;
+    locals.requestId = requestId;
+    locals.log = log.child({ request_id: requestId });
+    res.setHeader('Request-Id', requestId);
+    res.setHeader('Vary', 'Contract-Version');
+    // Set late (on write) so a dispatch that picks another contract can still say which one served.
+    const writeHead = res.writeHead;
+    res.writeHead = function patchedWriteHead(this: Response, ...args: unknown[]) {
+      if (!this.getHeader('Contract-Version')) this.setHeader('Contract-Version', servedVersionOf(this));
+      return (writeHead as (...a: unknown[]) => Response).apply(this, args);
+    } as typeof res.writeHead;
+    let logged = false;
+    const done = (aborted: boolean): void => {
+      if (logged) return;
+      logged = true;
+      const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
+      const fields = {
+        method: req.method,
+        path: locals.route ?? 'unmatched',
+        operation: locals.operationId,
+        status: aborted ? 499 : res.statusCode,
+        duration_ms: Math.round(durationMs * 1000) / 1000,
+      };
+      if (aborted) locals.log.warn('request aborted by the client', fields);
+      else locals.log.info('request', fields);
+    };
+    res.on('finish', () => done(false));
+    res.on('close', () => done(!res.writableFinished));
+    next();
+  };
+}

@@ -1,0 +1,196 @@
+/**
+ * Maps the request validator's failures to the contract's statuses and exact messages. The validator
+ * answers every failure as 400 with its own wording; the contract wants 422 and its own words (score
+ * rules, GAP-03, GAP-04, GAP-13, GAP-22, S-01). The mapping is data: a table of (operation, failing
+ * pointer, keyword) → (status, code, message), first match wins, so adding a message is adding a row.
+ *
+ * A failure is addressed by a JSON Pointer into the request: `/body/score`, `/path/key`, `/query/x`.
+ */
+import { validatePatchShape } from '../../rules/json-patch.js';
+import { Problem } from './problem.js';
+import type { ProblemFieldError } from './problem.js';
+import type { OperationEntry } from './routes.js';
+
+export interface ValidationFailure {
+  path: string;
+  /** Ajv keyword (`required`, `type`, `maximum`, `additionalProperties`, ...), or `unknown`. */
+  keyword: string;
+  message: string;
+}
+
+type OpMatcher = (op: OperationEntry) => boolean;
+
+interface MessageRule {
+  kind: 'message';
+  name: string;
+  ops: OpMatcher;
+  /** Pointer with `*` standing for one segment. */
+  path: string;
+  keywords?: readonly string[];
+  status: number;
+  code: string;
+  message: string | ((failure: ValidationFailure) => string);
+}
+
+/** A rule that computes the whole problem itself (the patch shape has its own precise messages). */
+interface ResolverRule {
+  kind: 'resolver';
+  name: string;
+  ops: OpMatcher;
+  path: string;
+  resolve: (failures: readonly ValidationFailure[], body: unknown) => Problem | null;
+}
+
+export type MappingRule = MessageRule | ResolverRule;
+
+const isScore: OpMatcher = (op) => op.tag === 'Scores';
+const isRowPatch: OpMatcher = (op) => /^patch[A-Za-z]*Row$/.test(op.id);
+const isRowPut: OpMatcher = (op) => /^put[A-Za-z]*Row$/.test(op.id);
+const isFilePut: OpMatcher = (op) => /^put[A-Za-z]*File$/.test(op.id);
+const isFileOp: OpMatcher = (op) => op.path.includes('{key}');
+const isProvision: OpMatcher = (op) => op.tag === 'Provisioning';
+const isDownload: OpMatcher = (op) => op.id === 'downloadFile';
+const any: OpMatcher = () => true;
+
+/** The last segment of the failing pointer: the field an `additionalProperties` failure names. */
+const lastSegment = (f: ValidationFailure): string =>
+  (f.path.split('/').pop() ?? '').replace(/~1/g, '/').replace(/~0/g, '~');
+
+export const FILE_KEY_MESSAGE =
+  "invalid file key: 1 to 128 characters of letters, digits, '.', '_' or '-', starting with a letter or digit";
+
+/**
+ * Order matters twice: the first rule that matches a failure maps it, and among the failures of one
+ * request the one whose rule comes first becomes the problem's `detail` (the contract's table order).
+ */
+export const MAPPING_RULES: readonly MappingRule[] = [
+  // Score submissions (contract Errors table; GAP-22, NS-20).
+  { kind: 'message', name: 'score range', ops: isScore, path: '/body/score', keywords: ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'], status: 422, code: 'score_out_of_range', message: 'score must be between 0 and 1' },
+  { kind: 'message', name: 'max_score positive', ops: isScore, path: '/body/max_score', keywords: ['exclusiveMinimum', 'minimum'], status: 422, code: 'max_score_not_positive', message: 'max_score must be greater than 0' },
+  { kind: 'message', name: 'activity_progress', ops: isScore, path: '/body/activity_progress', status: 422, code: 'invalid_activity_progress', message: 'activity_progress must be one of [Completed, Submitted]' },
+  { kind: 'message', name: 'grading_progress', ops: isScore, path: '/body/grading_progress', status: 422, code: 'invalid_grading_progress', message: 'grading_progress must be one of [FullyGraded, Pending]' },
+  { kind: 'message', name: 'score required', ops: isScore, path: '/body/score', keywords: ['required'], status: 422, code: 'score_required', message: 'score is required' },
+  { kind: 'message', name: 'score number', ops: isScore, path: '/body/score', keywords: ['type'], status: 422, code: 'score_not_a_number', message: 'score must be a number' },
+  { kind: 'message', name: 'max_score number', ops: isScore, path: '/body/max_score', keywords: ['type'], status: 422, code: 'max_score_not_a_number', message: 'max_score must be a number' },
+  { kind: 'message', name: 'comment string', ops: isScore, path: '/body/comment', status: 422, code: 'invalid_comment', message: 'comment must be a string' },
+  { kind: 'message', name: 'score unknown field', ops: isScore, path: '/body/*', keywords: ['additionalProperties'], status: 422, code: 'unknown_field', message: (f) => `unknown field: ${lastSegment(f)}` },
+  // A missing body or a body that is not an object has no `score` to read.
+  { kind: 'message', name: 'score body', ops: isScore, path: '/body', keywords: ['required'], status: 422, code: 'score_required', message: 'score is required' },
+  { kind: 'message', name: 'score body object', ops: isScore, path: '/body', keywords: ['type'], status: 422, code: 'invalid_body', message: 'the score submission must be a JSON object' },
+
+  // Row PATCH: the wrapper (GAP-13) and each operation, in the words of the patch rules.
+  {
+    kind: 'resolver',
+    name: 'row patch',
+    ops: isRowPatch,
+    path: '/body/**',
+    resolve: (_failures, body) => {
+      const shape = validatePatchShape(body);
+      if (shape.ok) return null;
+      return new Problem(422, 'invalid_patch', shape.message, {
+        errors: shape.errors.map((e) => ({ path: `/body${e.path}`, message: e.message })),
+      });
+    },
+  },
+  { kind: 'message', name: 'row patch fallback', ops: isRowPatch, path: '/body/**', status: 422, code: 'invalid_patch', message: 'PATCH body must be an object with the single key "patch"' },
+  { kind: 'message', name: 'row put object', ops: isRowPut, path: '/body', status: 422, code: 'invalid_row_body', message: 'a row holds one JSON object: the body must be a JSON object' },
+
+  // Files (GAP-03, GAP-04, S-01).
+  { kind: 'message', name: 'file key', ops: isFileOp, path: '/path/key', status: 422, code: 'invalid_file_key', message: FILE_KEY_MESSAGE },
+  { kind: 'message', name: 'file size max', ops: isFilePut, path: '/body/size', keywords: ['maximum'], status: 422, code: 'file_too_large', message: 'size must be at most 26214400 bytes (25 MB)' },
+  { kind: 'message', name: 'file size required', ops: isFilePut, path: '/body/size', keywords: ['required'], status: 422, code: 'size_required', message: 'size is required' },
+  { kind: 'message', name: 'file size integer', ops: isFilePut, path: '/body/size', status: 422, code: 'invalid_size', message: 'size must be a non-negative integer' },
+  { kind: 'message', name: 'file mimetype', ops: isFilePut, path: '/body/mimetype', status: 422, code: 'invalid_mimetype', message: 'mimetype must be a media type such as text/plain' },
+  { kind: 'message', name: 'file filename', ops: isFilePut, path: '/body/filename', status: 422, code: 'invalid_filename', message: "filename must be at most 255 characters with no control characters, '/' or '\\'" },
+  { kind: 'message', name: 'file attachment', ops: isFilePut, path: '/body/attachment', status: 422, code: 'invalid_attachment', message: 'attachment must be true or false' },
+  { kind: 'message', name: 'file unknown field', ops: isFilePut, path: '/body/*', keywords: ['additionalProperties'], status: 422, code: 'unknown_field', message: (f) => `unknown field: ${lastSegment(f)}` },
+  { kind: 'message', name: 'file body', ops: isFilePut, path: '/body', keywords: ['required'], status: 422, code: 'size_required', message: 'size is required' },
+  { kind: 'message', name: 'file body object', ops: isFilePut, path: '/body', status: 422, code: 'invalid_body', message: 'the file request must be a JSON object' },
+
+  // Provision PUTs (NS-09).
+  { kind: 'message', name: 'provision body', ops: isProvision, path: '/body/**', status: 422, code: 'invalid_provision_body', message: 'provision body must be empty or a JSON object' },
+
+  // A download token that cannot even be a token is as good as a forged one (S-03).
+  { kind: 'message', name: 'download token', ops: isDownload, path: '/path/download_token', status: 403, code: 'invalid_download_signature', message: 'invalid download signature' },
+
+  // Path segments the guard let through but the spec refuses name nothing (L-09 pattern).
+  { kind: 'message', name: 'path segment', ops: any, path: '/path/*', status: 404, code: 'not_found', message: 'not found' },
+  // Any other body failure: the contract answers 422 for a malformed body.
+  { kind: 'message', name: 'body', ops: any, path: '/body/**', status: 422, code: 'invalid_body', message: (f) => `request body is invalid: ${f.path.slice('/body'.length) || '/'} ${f.message}` },
+];
+
+function pathMatches(pattern: string, path: string): boolean {
+  if (pattern.endsWith('/**')) {
+    const prefix = pattern.slice(0, -3);
+    return path === prefix || path.startsWith(`${prefix}/`);
+  }
+  const p = pattern.split('/');
+  const s = path.split('/');
+  if (p.length !== s.length) return false;
+  return p.every((seg, i) => seg === '*' || seg === s[i]);
+}
+
+function ruleMatches(rule: MappingRule, op: OperationEntry, failure: ValidationFailure): boolean {
+  if (!rule.ops(op) || !pathMatches(rule.path, failure.path)) return false;
+  if (rule.kind === 'message' && rule.keywords && !rule.keywords.includes(failure.keyword)) return false;
+  return true;
+}
+
+/** Builds the one problem for all of a request's validation failures. */
+export function mapValidationFailures(
+  op: OperationEntry,
+  failures: readonly ValidationFailure[],
+  body: unknown,
+  rules: readonly MappingRule[] = MAPPING_RULES,
+): Problem {
+  let best: { index: number; rule: MappingRule; failure: ValidationFailure } | null = null;
+  const errors: ProblemFieldError[] = [];
+  const seen = new Set<string>();
+  for (const failure of failures) {
+    const index = rules.findIndex((rule) => ruleMatches(rule, op, failure));
+    const rule = index === -1 ? undefined : rules[index];
+    if (rule && (best === null || index < best.index)) best = { index, rule, failure };
+    const message = rule?.kind === 'message' ? render(rule, failure) : failure.message;
+    const key = `${failure.path}\u0000${message}`;
+    if (!seen.has(key)) {
+      seen.add(key);
+      errors.push({ path: failure.path, message });
+    }
+  }
+  if (best?.rule.kind === 'resolver') {
+    const resolved = best.rule.resolve(failures, body);
+    if (resolved) return resolved;
+    const fallback = rules.findIndex((r, i) => i > best.index && ruleMatches(r, op, best.failure));
+    const rule = rules[fallback];
+    if (rule?.kind === 'message') return new Problem(rule.status, rule.code, render(rule, best.failure), { errors });
+  }
+  if (best?.rule.kind === 'message') {
+    return new Problem(best.rule.status, best.rule.code, render(best.rule, best.failure), { errors });
+  }
+  const first = failures[0];
+  return new Problem(400, 'invalid_request', first ? `request is invalid: ${first.path} ${first.message}` : 'request is invalid', {
+    errors,
+  });
+}
+
+function render(rule: MessageRule, failure: ValidationFailure): string {
+  return typeof rule.message === 'string' ? rule.message : rule.message(failure);
+}
+
+interface ValidatorErrorItem {
+  path?: unknown;
+  message?: unknown;
+  errorCode?: unknown;
+}
+
+/** express-openapi-validator's error items: `/params/x` becomes `/path/x`; `errorCode` holds the keyword. */
+export function failuresFromValidatorError(err: { errors?: unknown }): ValidationFailure[] {
+  const items = Array.isArray(err.errors) ? (err.errors as ValidatorErrorItem[]) : [];
+  return items.map((item) => {
+    const rawPath = typeof item.path === 'string' ? item.path : '';
+    const path = rawPath.startsWith('/params/') ? `/path/${rawPath.slice('/params/'.length)}` : rawPath;
+    const code = typeof item.errorCode === 'string' ? item.errorCode : '';
+    const keyword = code.endsWith('.openapi.validation') ? code.slice(0, -'.openapi.validation'.length) : 'unknown';
+    return { path, keyword, message: typeof item.message === 'string' ? item.message : 'is invalid' };
+  });
+}

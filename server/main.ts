@@ -1,0 +1,59 @@
+/**
+ * `npm start`: opens the store under `DATA_DIR`, serves the API, and shuts down gracefully on SIGTERM
+ * or SIGINT (stop accepting, finish the requests in flight, close the store). Configuration: see
+ * server/config.ts and README.md.
+ */
+import { mkdirSync } from 'node:fs';
+import { startService } from './app.js';
+import { ConfigError, loadConfig } from './config.js';
+import { createLogger } from './http/log.js';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const log = createLogger({ level: config.logLevel });
+  if (config.allowLoopbackTools) {
+    const banner = '!'.repeat(78);
+    process.stderr.write(
+      `${banner}\n!! ALLOW_LOOPBACK_TOOLS is ON: tool URLs may point at loopback addresses.\n` +
+        `!! This is a development switch. Never run a shared or production service with it.\n${banner}\n`,
+    );
+    log.warn('ALLOW_LOOPBACK_TOOLS is on: tool endpoint URLs may resolve to loopback addresses (development only)');
+  }
+  mkdirSync(config.dataDir, { recursive: true });
+  const running = await startService(config, { log });
+  log.info('listening', { url: running.url, public_url: config.publicUrl, data_dir: config.dataDir });
+  process.stdout.write(`Tool Integration Service listening on ${running.url} (public URL ${config.publicUrl})\n`);
+
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    signals += 1;
+    if (signals > 1) {
+      log.warn('second signal: exiting without waiting', { signal });
+      process.exit(1);
+    }
+    log.info('signal received; shutting down', { signal });
+    running.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        log.error('shutdown failed', { err });
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,346 @@
+/**
+ * The default publisher: LTI Assignment and Grade Services 2.0 over real HTTP.
+ *
+ * 1. An access token by OAuth 2.0 client credentials with a signed JWT client assertion (RFC 7523), asking
+ *    for the score scope, plus the line-item scope when `max_score` is sent. Tokens are cached per
+ *    (token endpoint, client, scopes) until shortly before they expire, and concurrent publications share
+ *    one token request instead of each asking for their own.
+ * 2. With `max_score`: GET the line item and PUT it back with `scoreMaximum` changed (AGS PUT replaces the
+ *    whole line item, so it is read first).
+ * 3. POST the score to `{lineitem}/scores` as `application/vnd.ims.lis.v1.score+json`.
+ *
+ * Failure policy: nothing is retried except once after a 401 on a cached token (the LMS may have dropped
+ * it before its advertised expiry). A refusal or an unreachable LMS ends the publication as a failed
+ * attempt at once; the tool decides whether to submit again, and every resubmission carries a later
+ * timestamp so it supersedes. This keeps a struggling LMS from receiving a storm of retries.
+ */
+import { randomUUID } from 'node:crypto';
+import { AGS_MEDIA_TYPES, AGS_SCOPES, MAX_ASSERTION_LIFETIME_SECONDS } from '../sandbox-lms/school.js';
+import type { Clock } from '../store/index.js';
+import type { LmsPlatform, LmsRegistry } from './lms-registry.js';
+import type { LmsResponse, Publication, PublicationOutcome, Publisher } from './publisher.js';
+import { failed } from './publisher.js';
+
+/** What the publisher needs of the service's signer (`server/signing/signer.ts`). */
+export interface AssertionSigner {
+  sign(claims: Record<string, unknown>): Promise<string>;
+}
+
+export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
+
+export interface AgsPublisherOptions {
+  signer: AssertionSigner;
+  registry: LmsRegistry;
+  clock?: Clock;
+  fetch?: FetchLike;
+  /** Per HTTP request. Default 10 s, like the service's other outbound calls. */
+  timeoutMs?: number;
+  /** A cached token is dropped this long before the LMS says it expires. Default 60 s. */
+  tokenExpiryMarginMs?: number;
+}
+
+/** The longest LMS response body kept in an attempt's `data.response.body`. */
+export const MAX_RESPONSE_BODY_CHARS = 65_536;
+
+export const LINE_ITEM_SCOPE_WITHHELD =
+  "max_score needs the LMS line-item scope, which this school's LMS developer key does not grant; nothing was published";
+
+interface CachedToken {
+  accessToken: string;
+  scopes: Set<string>;
+  expiresAtMs: number;
+}
+
+type TokenResult =
+  | { ok: true; token: CachedToken; fromCache: boolean }
+  | { ok: false; outcome: PublicationOutcome };
+
+class HttpFailure extends Error {}
+
+/** The human part of an LMS error body: a Problem's `detail`, an OAuth `error_description`, AGS `errors`. */
+export function lmsReason(body: string): string {
+  const text = body.trim();
+  if (text === '') return '';
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (typeof parsed === 'object' && parsed !== null) {
+      const o = parsed as Record<string, unknown>;
+      const firstError = Array.isArray(o['errors']) ? (o['errors'][0] as unknown) : undefined;
+      const nested =
+        typeof firstError === 'object' && firstError !== null
+          ? ((firstError as Record<string, unknown>)['message'] ?? (firstError as Record<string, unknown>)['detail'])
+          : firstError;
+      const candidates = [o['detail'], o['error_description'], o['message'], nested, o['error']];
+      const found = candidates.find((c): c is string => typeof c === 'string' && c.trim() !== '');
+      if (found) {
+        if (typeof o['error'] === 'string' && found === o['error_description']) return `${o['error']}: ${found}`;
+        return found.trim();
+      }
+    }
+  } catch {
+    // Not JSON: fall through to the text itself.
+  }
+  const flat = text.replace(/\s+/g, ' ');
+  return flat.length > 200 ? `${flat.slice(0, 200)}…` : flat;
+}
+
+function refusal(what: string, response: LmsResponse): string {
+  const reason = lmsReason(response.body);
+  return `the LMS refused ${what} (HTTP ${response.status})${reason ? `: ${reason}` : ''}`;
+}
+
+/** AGS: the scores service is the line item URL with `/scores` appended to its path (query kept). */
+export function scoresUrl(lineItemUrl: string): string {
+  const url = new URL(lineItemUrl);
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}/scores`;
+  return url.toString();
+}
+
+/** score × points without binary noise (0.1 × 3 is 0.3, not 0.30000000000000004). */
+export function scaledScore(score: number, points: number): number {
+  return Number((score * points).toPrecision(12));
+}
+
+export class AgsPublisher implements Publisher {
+  private readonly signer: AssertionSigner;
+  private readonly registry: LmsRegistry;
+  private readonly clock: Clock;
+  private readonly fetchFn: FetchLike;
+  private readonly timeoutMs: number;
+  private readonly marginMs: number;
+  private readonly tokens = new Map<string, CachedToken>();
+  private readonly inflight = new Map<string, Promise<TokenResult>>();
+
+  constructor(options: AgsPublisherOptions) {
+    this.signer = options.signer;
+    this.registry = options.registry;
+    this.clock = options.clock ?? { nowMs: () => Date.now() };
+    this.fetchFn = options.fetch ?? ((input, init) => fetch(input, init));
+    this.timeoutMs = options.timeoutMs ?? 10_000;
+    this.marginMs = options.tokenExpiryMarginMs ?? 60_000;
+  }
+
+  async publish(p: Publication): Promise<PublicationOutcome> {
+    if (p.placement.lineItemId === null) {
+      return failed(`location ${p.location.id} has no line item in the LMS gradebook of context ${p.context.id}`);
+    }
+    const platform = await this.registry.platformFor(p.organization);
+    if (!platform) {
+      return failed(`the LMS of school ${p.organization.id} has no grade service registered with this service`);
+    }
+    let lineItemUrl: string;
+    try {
+      lineItemUrl = platform.lineItemUrl(p.context.id, p.placement.lineItemId);
+      new URL(lineItemUrl);
+    } catch {
+      return failed(`location ${p.location.id} has no usable line item URL in context ${p.context.id}`);
+    }
+    const scopes = p.maxScore === null ? [AGS_SCOPES.score] : [AGS_SCOPES.score, AGS_SCOPES.lineItem];
+    try {
+      let points = p.placement.entry.points ?? p.location.points ?? 100;
+      if (p.maxScore !== null) {
+        const set = await this.setPoints(platform, scopes, lineItemUrl, p.maxScore);
+        if (set) return set;
+        points = p.maxScore;
+      }
+      const score: Record<string, unknown> = {
+        userId: p.user.externalId,
+        scoreGiven: scaledScore(p.score, points),
+        scoreMaximum: points,
+        timestamp: p.timestamp,
+        activityProgress: p.activityProgress,
+        gradingProgress: p.gradingProgress,
+      };
+      if (p.comment !== '') score['comment'] = p.comment;
+      const result = await this.authorized(platform, scopes, (token) =>
+        this.send(platform, scoresUrl(lineItemUrl), {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': AGS_MEDIA_TYPES.score, accept: 'application/json' },
+          body: JSON.stringify(score),
+        }),
+      );
+      if ('outcome' in result) return result.outcome;
+      const response = result.response;
+      if (response.status >= 200 && response.status < 300) return { status: 'success', response, error: '' };
+      return failed(refusal('the score', response), response);
+    } catch (err) {
+      if (err instanceof HttpFailure) return failed(err.message);
+      throw err;
+    }
+  }
+
+  /** PUTs the line item's points; returns the failed outcome, or null when the points are set. */
+  private async setPoints(
+    platform: LmsPlatform,
+    scopes: string[],
+    lineItemUrl: string,
+    maxScore: number,
+  ): Promise<PublicationOutcome | null> {
+    const read = await this.authorized(platform, scopes, (token) =>
+      this.send(platform, lineItemUrl, {
+        method: 'GET',
+        headers: { authorization: `Bearer ${token}`, accept: AGS_MEDIA_TYPES.lineItem },
+      }),
+    );
+    if ('outcome' in read) return read.outcome;
+    if (read.response.status < 200 || read.response.status >= 300) {
+      return failed(refusal('to read the line item', read.response), read.response);
+    }
+    let lineItem: Record<string, unknown>;
+    try {
+      const parsed: unknown = JSON.parse(read.response.body);
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not an object');
+      lineItem = parsed as Record<string, unknown>;
+    } catch {
+      return failed('the LMS answered the line item read with something that is not a JSON object', read.response);
+    }
+    const put = await this.authorized(platform, scopes, (token) =>
+      this.send(platform, lineItemUrl, {
+        method: 'PUT',
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': AGS_MEDIA_TYPES.lineItem,
+          accept: AGS_MEDIA_TYPES.lineItem,
+        },
+        body: JSON.stringify({ ...lineItem, scoreMaximum: maxScore }),
+      }),
+    );
+    if ('outcome' in put) return put.outcome;
+    if (put.response.status < 200 || put.response.status >= 300) {
+      return failed(refusal("to set the line item's points", put.response), put.response);
+    }
+    return null;
+  }
+
+  /** Runs `call` with a token; after a 401 on a cached token, once more with a fresh one. */
+  private async authorized(
+    platform: LmsPlatform,
+    scopes: string[],
+    call: (accessToken: string) => Promise<LmsResponse>,
+  ): Promise<{ response: LmsResponse } | { outcome: PublicationOutcome }> {
+    const first = await this.token(platform, scopes);
+    if (!first.ok) return { outcome: first.outcome };
+    const response = await call(first.token.accessToken);
+    if (response.status !== 401 || !first.fromCache) return { response };
+    this.forget(first.token);
+    const second = await this.token(platform, scopes);
+    if (!second.ok) return { outcome: second.outcome };
+    return { response: await call(second.token.accessToken) };
+  }
+
+  private cacheKey(platform: LmsPlatform, scopes: readonly string[]): string {
+    return `${platform.tokenUrl}\n${platform.clientId}\n${[...scopes].sort().join(' ')}`;
+  }
+
+  private forget(token: CachedToken): void {
+    for (const [key, cached] of this.tokens) {
+      if (cached.accessToken === token.accessToken) this.tokens.delete(key);
+    }
+  }
+
+  private async token(platform: LmsPlatform, scopes: readonly string[]): Promise<TokenResult> {
+    const now = this.clock.nowMs();
+    const prefix = `${platform.tokenUrl}\n${platform.clientId}\n`;
+    // Any live token of this client whose scopes cover the request will do.
+    for (const [key, cached] of this.tokens) {
+      if (!key.startsWith(prefix)) continue;
+      if (cached.expiresAtMs <= now) {
+        this.tokens.delete(key);
+        continue;
+      }
+      if (scopes.every((s) => cached.scopes.has(s))) return { ok: true, token: cached, fromCache: true };
+    }
+    const key = this.cacheKey(platform, scopes);
+    const pending = this.inflight.get(key);
+    if (pending) return pending;
+    const request = this.requestToken(platform, scopes, key).finally(() => this.inflight.delete(key));
+    this.inflight.set(key, request);
+    return request;
+  }
+
+  private async requestToken(platform: LmsPlatform, scopes: readonly string[], key: string): Promise<TokenResult> {
+    const iat = Math.floor(this.clock.nowMs() / 1000);
+    const assertion = await this.signer.sign({
+      iss: platform.clientId,
+      sub: platform.clientId,
+      aud: platform.tokenUrl,
+      iat,
+      exp: iat + MAX_ASSERTION_LIFETIME_SECONDS,
+      jti: randomUUID(),
+    });
+    const form = new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+      client_assertion: assertion,
+      scope: scopes.join(' '),
+    });
+    let response: LmsResponse;
+    try {
+      response = await this.send(platform, platform.tokenUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+        body: form.toString(),
+      });
+    } catch (err) {
+      if (err instanceof HttpFailure) return { ok: false, outcome: failed(err.message) };
+      throw err;
+    }
+    let parsed: Record<string, unknown> | null = null;
+    try {
+      const value: unknown = JSON.parse(response.body);
+      if (typeof value === 'object' && value !== null && !Array.isArray(value)) parsed = value as Record<string, unknown>;
+    } catch {
+      parsed = null;
+    }
+    const wantsLineItem = scopes.includes(AGS_SCOPES.lineItem);
+    if (response.status === 400 && parsed?.['error'] === 'invalid_scope' && wantsLineItem) {
+      return { ok: false, outcome: failed(LINE_ITEM_SCOPE_WITHHELD) };
+    }
+    if (response.status < 200 || response.status >= 300) {
+      return { ok: false, outcome: failed(refusal('the access token request', response), response) };
+    }
+    const accessToken = parsed?.['access_token'];
+    if (typeof accessToken !== 'string' || accessToken === '') {
+      return { ok: false, outcome: failed('the LMS token endpoint answered without an access_token', response) };
+    }
+    // RFC 6749 §5.1: an absent `scope` means exactly the scopes requested.
+    const grantedRaw = parsed?.['scope'];
+    const granted = new Set(typeof grantedRaw === 'string' ? grantedRaw.split(/\s+/).filter(Boolean) : scopes);
+    if (wantsLineItem && !granted.has(AGS_SCOPES.lineItem)) return { ok: false, outcome: failed(LINE_ITEM_SCOPE_WITHHELD) };
+    if (!granted.has(AGS_SCOPES.score)) {
+      return { ok: false, outcome: failed('the LMS did not grant the score scope', response) };
+    }
+    const expiresIn = typeof parsed?.['expires_in'] === 'number' ? (parsed['expires_in'] as number) : 3600;
+    const token: CachedToken = {
+      accessToken,
+      scopes: granted,
+      expiresAtMs: this.clock.nowMs() + Math.max(0, expiresIn * 1000 - this.marginMs),
+    };
+    if (token.expiresAtMs > this.clock.nowMs()) this.tokens.set(key, token);
+    return { ok: true, token, fromCache: false };
+  }
+
+  /** One HTTP exchange; network failures and timeouts become `HttpFailure` with an operator-readable reason. */
+  private async send(platform: LmsPlatform, url: string, init: RequestInit): Promise<LmsResponse> {
+    const target = platform.transport(url);
+    let response: Response;
+    try {
+      response = await this.fetchFn(target, { ...init, redirect: 'manual', signal: AbortSignal.timeout(this.timeoutMs) });
+    } catch (err) {
+      const cause = err instanceof Error ? ((err.cause as Error | undefined)?.message ?? err.message) : String(err);
+      const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError');
+      throw new HttpFailure(
+        timedOut
+          ? `the LMS did not answer ${new URL(url).origin} within ${this.timeoutMs} ms`
+          : `the LMS could not be reached at ${new URL(url).origin}: ${cause}`,
+      );
+    }
+    let body: string;
+    try {
+      body = await response.text();
+    } catch (err) {
+      throw new HttpFailure(`the LMS connection broke while answering: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    return { status: response.status, body: body.length > MAX_RESPONSE_BODY_CHARS ? body.slice(0, MAX_RESPONSE_BODY_CHARS) : body };
+  }
+}

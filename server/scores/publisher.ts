@@ -1,0 +1,57 @@
+/**
+ * The seam between recording a grade attempt and the LMS gradebook. The service records exactly one
+ * attempt per call whatever the publisher answers; the publisher only says what the LMS did.
+ */
+import type {
+  ActivityProgress,
+  AppRecord,
+  ContextRecord,
+  GradingProgress,
+  LocationRecord,
+  MemberRecord,
+  OrganizationRecord,
+  PlacementRecord,
+  UserRecord,
+} from '../store/index.js';
+
+/** Everything a publisher needs to put one score in one LMS gradebook column. */
+export interface Publication {
+  app: AppRecord;
+  organization: OrganizationRecord;
+  context: ContextRecord;
+  location: LocationRecord;
+  /** The placement whose gradebook column receives the score. */
+  placement: PlacementRecord;
+  member: MemberRecord;
+  /** The scored person; `externalId` is the LMS user id, which never leaves the service toward a tool. */
+  user: UserRecord;
+  /** The fraction sent, 0 to 1. */
+  score: number;
+  /** The column's points to set before publishing, or null to leave the column as it is. */
+  maxScore: number | null;
+  comment: string;
+  activityProgress: ActivityProgress;
+  gradingProgress: GradingProgress;
+  /** The attempt's `submitted` (ISO 8601, six fractional digits): the score's timestamp in the LMS. */
+  timestamp: string;
+}
+
+/** What the LMS answered, as the attempt's `data.response`. `body` is the response text as received. */
+export interface LmsResponse {
+  status: number;
+  body: string;
+}
+
+export type PublicationOutcome =
+  | { status: 'success'; response: LmsResponse; error: '' }
+  /** `response` is null when the attempt never reached the LMS (no line item, scope withheld, network). */
+  | { status: 'failed'; response: LmsResponse | null; error: string };
+
+export interface Publisher {
+  /** Never throws for anything the LMS or the network does: those are failed outcomes. */
+  publish(publication: Publication): Promise<PublicationOutcome>;
+}
+
+export function failed(error: string, response: LmsResponse | null = null): PublicationOutcome {
+  return { status: 'failed', response, error };
+}

@@ -1,0 +1,171 @@
+/**
+ * One score submission, after the guard allowed it (`scoreGuard`) and the validator passed its body:
+ * the assessment check, the timestamp, the publication and the one attempt it records.
+ *
+ * "Attempts are never updated": the `submitted` timestamp is reserved first, in its own transaction
+ * (strictly later than every earlier reservation or attempt of the member at the location, across
+ * processes), the score is published with it, and only then is the attempt written, once, with its final
+ * outcome. A process killed between publishing and writing leaves a score in the LMS without its attempt
+ * in the grade history; the tool saw no 200 and submits again, and the resubmission's later timestamp
+ * supersedes. The alternative (a pending row completed afterwards) would update attempts.
+ */
+import type { ScoreGuardResult } from '../auth/score-permissions.js';
+import { SCORE_MESSAGES } from '../auth/score-permissions.js';
+import { Problem } from '../http/problem.js';
+import type { Logger } from '../http/log.js';
+import type { AttemptRecord, PlacementRecord, Store } from '../store/index.js';
+import type { Publisher, PublicationOutcome } from './publisher.js';
+import { failed } from './publisher.js';
+import type { ScoreSubmission } from './validate.js';
+
+/** The attempt as the contract's Grade attempt resource (the response of both score operations). */
+export interface GradeAttemptJson {
+  id: string;
+  status: 'success' | 'failed';
+  score: number;
+  max_score: number | null;
+  activity_progress: 'Completed' | 'Submitted';
+  grading_progress: 'FullyGraded' | 'Pending';
+  submitted: string;
+  member: string;
+  location: string;
+  app: string;
+  context: string;
+  data: {
+    comment: string;
+    response: { status: number; body: string } | null;
+    error: string;
+    source_type: 'session' | 'api_key';
+    source_id: string;
+  };
+}
+
+export function attemptJson(attempt: AttemptRecord): GradeAttemptJson {
+  const response = attempt.response;
+  return {
+    id: attempt.id,
+    // Attempts written by `record` are finished; `pending` belongs to the store's older two-step API.
+    status: attempt.status === 'success' ? 'success' : 'failed',
+    score: attempt.score,
+    max_score: attempt.maxScore,
+    activity_progress: attempt.activityProgress,
+    grading_progress: attempt.gradingProgress,
+    submitted: attempt.submitted,
+    member: attempt.memberId,
+    location: attempt.locationId,
+    app: attempt.appId,
+    context: attempt.contextId,
+    data: {
+      comment: attempt.comment,
+      response:
+        response === null
+          ? null
+          : { status: response.status, body: typeof response.body === 'string' ? response.body : JSON.stringify(response.body) },
+      error: attempt.error,
+      source_type: attempt.sourceType,
+      source_id: attempt.sourceId,
+    },
+  };
+}
+
+export interface SubmitDeps {
+  store: Store;
+  publisher: Publisher;
+  log: Logger;
+}
+
+/**
+ * Which gradebook column a score goes to when the tool placed the location more than once in the course
+ * (two instructors' links): the placement the session's launch came from, else the first assessment
+ * placement that has a column, else the first assessment placement (whose missing column fails the attempt).
+ */
+async function choosePlacement(
+  store: Store,
+  guarded: ScoreGuardResult,
+  placements: readonly PlacementRecord[],
+): Promise<PlacementRecord | null> {
+  const assessments = placements.filter((p) => p.entry.type === 'assessment');
+  if (assessments.length === 0) return null;
+  const principal = guarded.principal;
+  if (principal.kind === 'session' && principal.token.launchId !== null) {
+    const launch = await store.launches.get(principal.token.launchId);
+    const own = launch ? assessments.find((p) => p.id === launch.placementId) : undefined;
+    if (own) return own;
+  }
+  return assessments.find((p) => p.lineItemId !== null) ?? assessments[0] ?? null;
+}
+
+export async function submitScore(
+  deps: SubmitDeps,
+  guarded: ScoreGuardResult,
+  submission: ScoreSubmission,
+): Promise<GradeAttemptJson> {
+  const { store } = deps;
+  const { target } = guarded;
+  const placements = (await store.placements.listByContext(target.contextId, target.appId)).filter(
+    (p) => p.locationId === target.locationId,
+  );
+  const placement = await choosePlacement(store, guarded, placements);
+  if (!placement) throw new Problem(422, 'not_assessment', SCORE_MESSAGES.notAssessment);
+
+  const [app, context, location, member] = await Promise.all([
+    store.apps.get(target.appId),
+    store.contexts.get(target.contextId),
+    store.locations.get(target.locationId),
+    store.members.getInContext(target.contextId, target.memberId),
+  ]);
+  const organization = context ? await store.organizations.get(context.organizationId) : null;
+  const user = member ? await store.users.get(member.userId) : null;
+  if (!app || !context || !location || !member || !organization || !user) {
+    // The guard saw all of these a moment ago; only a concurrent deletion gets here.
+    throw new Problem(404, 'member_not_found', SCORE_MESSAGES.memberNotInContext(target.memberId, target.contextId));
+  }
+
+  const { submittedUs, submitted } = await store.attempts.reserveSubmitted(member.id, location.id);
+  let outcome: PublicationOutcome;
+  try {
+    outcome = await deps.publisher.publish({
+      app,
+      organization,
+      context,
+      location,
+      placement,
+      member,
+      user,
+      score: submission.score,
+      maxScore: submission.maxScore,
+      comment: submission.comment,
+      activityProgress: submission.activityProgress,
+      gradingProgress: submission.gradingProgress,
+      timestamp: submitted,
+    });
+  } catch (err) {
+    // A publisher bug must not lose the attempt: the call still records one, failed.
+    deps.log.error('score publication threw', { err, app: app.id, context: context.id, location: location.id });
+    outcome = failed('the publication failed inside the service; nothing is known to have reached the LMS');
+  }
+  const attempt = await store.attempts.record({
+    appId: app.id,
+    contextId: context.id,
+    locationId: location.id,
+    memberId: member.id,
+    score: submission.score,
+    maxScore: submission.maxScore,
+    comment: submission.comment,
+    activityProgress: submission.activityProgress,
+    gradingProgress: submission.gradingProgress,
+    sourceType: guarded.sourceType,
+    sourceId: guarded.sourceId,
+    submittedUs,
+    outcome: { status: outcome.status, response: outcome.response, error: outcome.error },
+  });
+  deps.log.info('score attempt recorded', {
+    attempt: attempt.id,
+    status: attempt.status,
+    app: app.id,
+    context: context.id,
+    location: location.id,
+    lms_status: outcome.response?.status ?? null,
+  });
+  return attemptJson(attempt);
+}

@@ -1,0 +1,298 @@
+/**
+ * Test harness for the service: the REAL app (`server/app.ts`, real handlers, response validation ON)
+ * on a real SQLite file in a temp `DATA_DIR`, listening on 127.0.0.1 with an ephemeral port. Tests talk
+ * to it with `fetch` over real HTTP. The fixtures go through the real launch service, so the tokens they
+ * hand out are the ones a tool would get.
+ *
+ *   const server = await startServer();
+ *   const tool = await createTool(server);
+ *   const quiz = await placeLocation(server, { app: tool.app.id, type: 'assessment' });
+ *   const student = await launch(server, { placed: quiz, groups: ['student'] });
+ *   await fetch(student.claims.storage.member, { headers: { Authorization: `Bearer ${student.apiToken}` } });
+ *   await server.stop();
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { RunningService } from '../../server/app.js';
+import { startService } from '../../server/app.js';
+import type { Config } from '../../server/config.js';
+import { configFrom } from '../../server/config.js';
+import type { ContractDefinition } from '../../server/http/pipeline.js';
+import { createLogger } from '../../server/http/log.js';
+import type { Services } from '../../server/http/services.js';
+import type { LaunchClaims } from '../../server/launches/claims.js';
+import type { LaunchOutcome, OrganizationInput } from '../../server/launches/service.js';
+import { ensureSandboxSchool } from '../../server/sandbox-lms/school.js';
+import type {
+  AppRecord,
+  AppStatus,
+  Clock,
+  ContextRecord,
+  LocationRecord,
+  LocationType,
+  MemberGroup,
+  OrganizationRecord,
+  PlacementEntry,
+  PlacementRecord,
+} from '../../server/store/index.js';
+
+export interface StartServerOptions {
+  /** Overrides of the test configuration (`dataDir`, `port`, `host` are the harness's). */
+  config?: Partial<Omit<Config, 'dataDir'>>;
+  clock?: Clock;
+  /** Replaces the served contracts (pipeline tests with handlers of their own). Default: the real ones. */
+  contracts?: readonly ContractDefinition[];
+  /** Keep the data directory after `stop()` (a restart test reopens it). */
+  dataDir?: string;
+  /** Print log lines to stdout as well as capturing them. */
+  echoLogs?: boolean;
+}
+
+export interface TestServer {
+  /** `http://127.0.0.1:<port>`; also the `PUBLIC_URL`, so every URL in a claim is callable. */
+  url: string;
+  services: Services;
+  dataDir: string;
+  /** Every log line the server wrote, parsed. */
+  logs: Array<Record<string, unknown>>;
+  running: RunningService;
+  stop(): Promise<void>;
+}
+
+/** Picks a free port first so `PUBLIC_URL` can be the real origin (URLs in claims must be callable). */
+async function freePort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+export async function startServer(options: StartServerOptions = {}): Promise<TestServer> {
+  const ownDir = options.dataDir === undefined;
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'tis-server-'));
+  const logs: Array<Record<string, unknown>> = [];
+  const log = createLogger({
+    level: options.config?.logLevel ?? 'debug',
+    sink: (line) => {
+      logs.push(JSON.parse(line) as Record<string, unknown>);
+      if (options.echoLogs) process.stdout.write(`${line}\n`);
+    },
+  });
+  let lastError: unknown;
+  for (let attempt = 0; attempt < 5; attempt += 1) {
+    const port = await freePort();
+    const config = configFrom({
+      responseValidation: true,
+      ...options.config,
+      dataDir,
+      host: '127.0.0.1',
+      port,
+      publicUrl: options.config?.publicUrl ?? `http://127.0.0.1:${port}`,
+    });
+    try {
+      const running = await startService(config, {
+        log,
+        ...(options.clock ? { clock: options.clock } : {}),
+        ...(options.contracts ? { contracts: options.contracts } : {}),
+      });
+      let stopped = false;
+      return {
+        url: running.url,
+        services: running.services,
+        dataDir,
+        logs,
+        running,
+        stop: async () => {
+          if (stopped) return;
+          stopped = true;
+          await running.stop();
+          if (ownDir) rmSync(dataDir, { recursive: true, force: true });
+        },
+      };
+    } catch (err) {
+      // Another process took the probed port between probe and listen: try another.
+      if ((err as { code?: string }).code !== 'EADDRINUSE') throw err;
+      lastError = err;
+    }
+  }
+  throw lastError;
+}
+
+export interface Tool {
+  app: AppRecord;
+  apiKey: string;
+}
+
+export interface CreateToolOptions {
+  name?: string;
+  /** Default `active`: the status real courses need. */
+  status?: AppStatus;
+  contractVersion?: string;
+}
+
+/** A self-hosted tool with its API key (shown once, as at registration). */
+export async function createTool(server: Pick<TestServer, 'services'>, options: CreateToolOptions = {}): Promise<Tool> {
+  const store = server.services.store;
+  const created = await store.apps.create({
+    name: options.name ?? `Test tool ${randomUUID().slice(0, 8)}`,
+    hosting: 'self_hosted',
+    homeLocation: false,
+    ...(options.contractVersion ? { contractVersion: options.contractVersion } : {}),
+  });
+  if (!created.apiKey) throw new Error('a self-hosted tool has an API key');
+  const status = options.status ?? 'active';
+  let app = created.app;
+  if (status !== 'draft') {
+    if (status === 'suspended') await store.apps.setStatus(app.id, 'active');
+    app = (await store.apps.setStatus(app.id, status))?.app ?? app;
+  }
+  return { app, apiKey: created.apiKey };
+}
+
+export interface PlaceLocationOptions {
+  /** The tool's ID. */
+  app: string;
+  /** Default: the tool's Sandbox school, whose gradebook the service serves (scores round-trip for real). */
+  organization?: OrganizationInput;
+  /** An existing course, or the course to create/find by its LMS id. Default: a fresh course. */
+  course?: { contextId: string } | { externalId: string; name?: string; label?: string | null };
+  type?: LocationType;
+  extid?: string;
+  label?: string;
+  points?: number;
+  /** Whether the LMS makes a gradebook column for an assessment (default true). */
+  lineItem?: boolean;
+  /** Provision the course level (default true). */
+  provisionContext?: boolean;
+  /** Provision the location level (default true). */
+  provisionLocation?: boolean;
+}
+
+export interface PlacedLocation {
+  appId: string;
+  organization: OrganizationRecord;
+  organizationInput: OrganizationInput;
+  context: ContextRecord;
+  location: LocationRecord;
+  placement: PlacementRecord;
+}
+
+/** A location of the tool, placed in a course (with a gradebook column for an assessment). */
+export async function placeLocation(server: Pick<TestServer, 'services'>, options: PlaceLocationOptions): Promise<PlacedLocation> {
+  const { store, launches, config } = server.services;
+  let organization: OrganizationRecord;
+  if (options.organization) {
+    organization = await store.organizations.upsert(options.organization);
+  } else {
+    organization = await ensureSandboxSchool(store, options.app, config.publicUrl);
+  }
+  const organizationInput: OrganizationInput = {
+    issuer: organization.issuer,
+    client: organization.client,
+    deployment: organization.deployment,
+    title: organization.title,
+  };
+  let context: ContextRecord;
+  const course = options.course;
+  if (course && 'contextId' in course) {
+    const found = await store.contexts.get(course.contextId);
+    if (!found) throw new Error(`no context ${course.contextId}`);
+    context = found;
+  } else {
+    const externalId = course?.externalId ?? `course-${randomUUID()}`;
+    context = await store.contexts.upsert({
+      organizationId: organization.id,
+      externalId,
+      name: course?.name ?? 'Introduction to Statistics',
+      label: course?.label === undefined ? 'STAT 101' : course.label,
+    });
+  }
+  const type = options.type ?? 'assessment';
+  const extid = options.extid ?? `${type}-${randomUUID().slice(0, 8)}`;
+  // Keep the tool's other served locations visible: a locations response lists them all.
+  const current = (await store.locations.listForApp(options.app)).filter((l) => !l.stored && !l.hidden && l.extid !== null);
+  const entries = current
+    .filter((l) => l.extid !== extid)
+    .map((l) => ({ extid: l.extid as string, type: l.type, label: l.label, description: l.description, points: l.points }));
+  const synced = await store.locations.syncServed(options.app, [
+    ...entries,
+    { extid, type, label: options.label ?? `Location ${extid}`, ...(options.points !== undefined ? { points: options.points } : {}) },
+  ]);
+  const location = synced.find((l) => l.extid === extid);
+  if (!location) throw new Error('location not recorded');
+  const entry: PlacementEntry = {
+    extid,
+    type,
+    label: location.label,
+    description: location.description,
+    points: location.points,
+  };
+  const placement = await launches.place({
+    appId: options.app,
+    contextId: context.id,
+    locationId: location.id,
+    entry,
+    ...(options.lineItem !== undefined ? { lineItem: options.lineItem } : {}),
+  });
+  if (options.provisionContext ?? true) await store.provisioning.markProvisioned({ appId: options.app, contextId: context.id });
+  if (options.provisionLocation ?? true) {
+    await store.provisioning.markProvisioned({ appId: options.app, contextId: context.id, locationId: location.id });
+  }
+  return { appId: options.app, organization, organizationInput, context, location, placement };
+}
+
+export interface LaunchOptions {
+  placed: PlacedLocation;
+  /** Groups of the launching member (NS-07); default `['student']`. */
+  groups?: readonly MemberGroup[];
+  /** The LMS's id of the person; default: a fresh person. Reuse it to launch the same person again. */
+  userExternalId?: string;
+  givenName?: string;
+  familyName?: string;
+  email?: string;
+}
+
+export interface TestLaunch extends LaunchOutcome {
+  claims: LaunchClaims;
+  /** `Authorization` header value for the launch's `api.token`. */
+  auth: string;
+}
+
+/** A real launch of the placement by a user with the given groups. */
+export async function launch(server: Pick<TestServer, 'services'>, options: LaunchOptions): Promise<TestLaunch> {
+  const externalId = options.userExternalId ?? `person-${randomUUID()}`;
+  const given = options.givenName ?? 'Ada';
+  const family = options.familyName ?? 'Lovelace';
+  const outcome = await server.services.launches.launch({
+    organization: options.placed.organizationInput,
+    course: { contextId: options.placed.context.id },
+    user: {
+      externalId,
+      givenName: given,
+      familyName: family,
+      fullName: `${given} ${family}`,
+      email: options.email ?? `${externalId}@example.edu`,
+      groups: options.groups ?? ['student'],
+    },
+    placement: {
+      appId: options.placed.appId,
+      locationId: options.placed.location.id,
+      resourceLink: options.placed.placement.resourceLink,
+    },
+  });
+  return { ...outcome, auth: `Bearer ${outcome.apiToken}` };
+}
+
+/** Reads a problem body and checks its envelope basics, for terse assertions. */
+export async function problemOf(response: Response): Promise<{ status: number; code: string; detail: string; body: Record<string, unknown> }> {
+  const body = (await response.json()) as Record<string, unknown>;
+  return { status: response.status, code: String(body['code']), detail: String(body['detail']), body };
+}
