@@ -114,14 +114,14 @@ function operationShapes(spec: Record<string, unknown>, operations: Iterable<Ope
   return shapes;
 }
 
-type Runner = (req: Request, res: Response, lateError: (err: unknown) => void) => Promise<void>;
+export type Runner = (req: Request, res: Response, lateError: (err: unknown) => void) => Promise<void>;
 
 /**
  * Runs the validator's middlewares in sequence outside Express's own chain, so the pipeline decides when
  * validation happens. A response-validation failure surfaces after the chain has finished (when the
  * handler calls `res.json`); it is handed to `lateError`, which answers 500.
  */
-function validatorRunner(spec: Record<string, unknown>, responseValidation: boolean): Runner {
+export function validatorRunner(spec: Record<string, unknown>, responseValidation: boolean): Runner {
   const middlewares = OpenApiValidator.middleware({
     // The validator mutates the document it is given (drops examples); keep ours intact.
     apiSpec: structuredClone(spec) as never,

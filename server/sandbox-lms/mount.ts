@@ -13,9 +13,9 @@
  * objects.
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import * as OpenApiValidator from 'express-openapi-validator';
 import { operations as dashboardOperations } from '../../generated/dashboard/operations.js';
 import { parseJsonBody, readRawBody } from '../http/body.js';
+import { validatorRunner } from '../http/pipeline.js';
 import type { AnyHandler } from '../http/pipeline.js';
 import { Problem } from '../http/problem.js';
 import { writeResult } from '../http/registry.js';
@@ -64,52 +64,6 @@ export function sandboxLmsSpec(full: Record<string, unknown> = loadBundledSpec('
   return { ...full, paths: kept };
 }
 
-function validatorChain(spec: Record<string, unknown>, responseValidation: boolean): RequestHandler[] {
-  return OpenApiValidator.middleware({
-    apiSpec: structuredClone(spec) as never,
-    validateRequests: { allErrors: true, allowUnknownQueryParameters: true },
-    validateResponses: responseValidation ? { allErrors: true } : false,
-    // The guard resolved the access token already and answered 401 itself (GAP-23).
-    validateSecurity: false,
-    fileUploader: false,
-    validateFormats: true,
-    ajvFormats: { mode: 'full' },
-  }) as unknown as RequestHandler[];
-}
-
-/** Runs the validator's middlewares in sequence; a late (response) failure goes to `late`. */
-function runChain(chain: readonly RequestHandler[], req: Request, res: Response, late: (err: unknown) => void): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    let index = 0;
-    let settled = false;
-    const next = (err?: unknown): void => {
-      if (settled) {
-        if (err !== undefined && err !== null) late(err);
-        return;
-      }
-      if (err !== undefined && err !== null && err !== 'route' && err !== 'router') {
-        settled = true;
-        reject(err);
-        return;
-      }
-      const middleware = chain[index];
-      index += 1;
-      if (!middleware) {
-        settled = true;
-        resolve();
-        return;
-      }
-      try {
-        const out = middleware(req, res, next as NextFunction) as unknown;
-        if (out instanceof Promise) out.catch(next);
-      } catch (e) {
-        next(e);
-      }
-    };
-    next();
-  });
-}
-
 interface ValidatorError {
   status: number;
   errors?: Array<{ path?: string; message?: string }>;
@@ -153,7 +107,7 @@ function sendOAuthError(res: Response, description: string): void {
 export function sandboxLmsPipeline(services: Services, options: SandboxLmsPipelineOptions): RequestHandler {
   const operations: OperationEntry[] = SANDBOX_LMS_OPERATION_IDS.map((id) => dashboardOperations[id]);
   const router = new OperationRouter(operations);
-  const chain = validatorChain(sandboxLmsSpec(options.spec), options.responseValidation);
+  const validate = validatorRunner(sandboxLmsSpec(options.spec), options.responseValidation);
   const handlers = sandboxLmsHandlers as unknown as Record<string, AnyHandler>;
 
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
@@ -208,7 +162,7 @@ export function sandboxLmsPipeline(services: Services, options: SandboxLmsPipeli
       }
 
       try {
-        await runChain(chain, req, res, (err) => next(err));
+        await validate(req, res, (err) => next(err));
       } catch (err) {
         if (isValidatorError(err) && err.status < 500) {
           if (isToken) {
