@@ -469,17 +469,17 @@ export interface components {
              * @description Default `content`. Any other value answers 422 `type must be one of [assessment, practice, content, setup]`; it is never coerced.
              * @default content
              */
-            type: components["schemas"]["LocationType"];
+            type?: components["schemas"]["LocationType"];
             /**
              * @description The name shown in the picker.
              * @default
              */
-            label: string;
+            label?: string;
             /**
              * @description Static parameters, every value a string; otherwise 422 `params must be an object whose values are strings`.
              * @default {}
              */
-            params: {
+            params?: {
                 [key: string]: string;
             };
             /** @description Sort position in the picker; defaults to the end of the list. Not an integer: 422 `order must be an integer` (decision GAP-41). */
@@ -541,7 +541,7 @@ export interface components {
              * @description Shown to the student with the grade.
              * @default
              */
-            comment: string;
+            comment?: string;
             activity_progress?: components["schemas"]["ActivityProgress"];
             grading_progress?: components["schemas"]["GradingProgress"];
         };

@@ -641,12 +641,12 @@ export interface components {
              * @description Default `content`. Any other value answers 422 `type must be one of [assessment, practice, content, setup]`; it is never coerced.
              * @default content
              */
-            type: components["schemas"]["LocationType"];
+            type?: components["schemas"]["LocationType"];
             /**
              * @description The name shown in the picker.
              * @default
              */
-            label: string;
+            label?: string;
         };
         /**
          * LocationUpdate
@@ -720,7 +720,7 @@ export interface components {
              * @description Shown to the student with the grade.
              * @default
              */
-            comment: string;
+            comment?: string;
             activity_progress?: components["schemas"]["ActivityProgress"];
             grading_progress?: components["schemas"]["GradingProgress"];
         };
@@ -1159,7 +1159,7 @@ export interface components {
              *     assessment. Must be a number greater than 0 (decision GAP-11).
              * @default 100
              */
-            points: number;
+            points?: number;
         };
         /**
          * ApiClaim

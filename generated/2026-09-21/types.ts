@@ -990,7 +990,7 @@ export interface components {
              * @description Published to the LMS with the score.
              * @default
              */
-            comment: string;
+            comment?: string;
             activity_progress?: components["schemas"]["ActivityProgress"];
             grading_progress?: components["schemas"]["GradingProgress"];
         };
@@ -1197,7 +1197,7 @@ export interface components {
              *     browser (`inline`).
              * @default false
              */
-            attachment: boolean;
+            attachment?: boolean;
         };
         /**
          * UploadForm
@@ -1945,7 +1945,7 @@ export interface components {
              *     assessment. Must be a number greater than 0 (decision GAP-11).
              * @default 100
              */
-            points: number;
+            points?: number;
         };
         /**
          * LocationType

@@ -72,7 +72,8 @@ export function listOperations(doc: JsonObject, section: 'paths' | 'webhooks'): 
 
 export async function generateTypes(api: ApiEntry, doc: JsonObject): Promise<string> {
   // openapi-typescript reads the object; give it a copy so nothing it annotates leaks into openapi.json.
-  const ast = await openapiTS(structuredClone(doc) as unknown as OpenAPI3, { silent: true });
+  // A field with a default is optional for the caller; the validator fills the default in on the server.
+  const ast = await openapiTS(structuredClone(doc) as unknown as OpenAPI3, { silent: true, defaultNonNullable: false });
   return `${generatedHeader(api, `TypeScript types of the ${describeApi(api)}.`)}\n${astToString(ast)}`;
 }
 
