@@ -369,8 +369,9 @@ export interface paths {
          *     the course's last picker answer, from which placements are made.
          *
          *     When the tool fails, the answer is 502 and `detail` is exactly what the instructor sees, from the
-         *     contract's table of locations request failures; where the table says "with the status" or "with
-         *     detail", that text follows the message after `: `. A tool without a locations URL answers 409
+         *     contract's table of locations request failures (decision S-05): where the table says "with the status",
+         *     the status follows in parentheses (`app failed to provide the available locations (HTTP 503)`); where it
+         *     says "with detail", the detail follows after `: `. A tool without a locations URL answers 409
          *     `App does not have a locations_url configured`. The tool is never told that its endpoint failed.
          */
         post: operations["openSandboxPicker"];
@@ -2459,7 +2460,10 @@ export interface operations {
             400: components["responses"]["MalformedJson"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["SandboxNotFound"];
-            /** @description The picker has not been opened in this course since the last reset, or the tool is suspended. */
+            /**
+             * @description The picker has not been opened in this course since the last reset, or its last opening failed (every
+             *     locations request failure ends with the instructor placing nothing), or the tool is suspended.
+             */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -265,8 +265,8 @@ describe('settings and status (decisions GAP-30, NS-08)', () => {
 });
 
 describe('the Sandbox picker', () => {
-  // The contract's "Locations request failures" table, word for word. The two rows the table says come "with
-  // the status" and "with detail" carry that text after ": ".
+  // The contract's "Locations request failures" table, word for word. The row the table says comes "with the
+  // status" carries it in parentheses, the one "with detail" carries it after ": " (decision S-05).
   const EXACT = [
     'app connection timeout',
     'app connection failure',
@@ -275,15 +275,14 @@ describe('the Sandbox picker', () => {
     'the app nested location groups more than 5 levels deep',
     'the app returned a location group with an empty label',
   ];
-  const WITH_DETAIL = ['app failed to provide the available locations', 'the app returned an invalid locations structure'];
+  const WITH_STATUS = 'app failed to provide the available locations';
+  const WITH_DETAIL = 'the app returned an invalid locations structure';
 
   it('has an example detail for every locations failure of the contract', () => {
     const details = problemDetails(operation('openSandboxPicker'), '502');
     for (const message of EXACT) expect(details).toContain(message);
-    for (const message of WITH_DETAIL) {
-      expect(details.some((detail) => detail.startsWith(`${message}: `) && detail.length > message.length + 2)).toBe(true);
-    }
-    expect(details.find((detail) => detail.startsWith(`${WITH_DETAIL[0]}: `))).toMatch(/HTTP \d{3}$/);
+    expect(details.some((detail) => detail.startsWith(`${WITH_DETAIL}: `) && detail.length > WITH_DETAIL.length + 2)).toBe(true);
+    expect(details.find((detail) => detail.startsWith(WITH_STATUS))).toMatch(/^app failed to provide the available locations \(HTTP \d{3}\)$/);
   });
 
   it('answers a tool without a locations URL with the contract’s message', () => {

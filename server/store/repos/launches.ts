@@ -136,6 +136,22 @@ export class LaunchesRepo {
     return { status: existing.used_at !== null ? 'used' : 'expired' };
   }
 
+  /**
+   * The ticket's state and payload without using it up: the launch page reads a ticket on every reload
+   * of its Provisioning page and consumes it only when it hands the browser to the tool.
+   */
+  async peekTicket(ticket: string): Promise<TicketConsumption> {
+    if (!isWellFormedTicket(ticket)) return { status: 'unknown' };
+    const row = await this.ctx.db.get<{ payload: string; used_at: number | null; expires_at: number }>(
+      'SELECT payload, used_at, expires_at FROM launch_tickets WHERE ticket_hash = ?',
+      [sha256Hex(ticket)],
+    );
+    if (!row) return { status: 'unknown' };
+    if (row.used_at !== null) return { status: 'used' };
+    if (row.expires_at <= this.ctx.clock.nowMs()) return { status: 'expired' };
+    return { status: 'ok', payload: JSON.parse(row.payload) as JsonValue };
+  }
+
   async purgeTickets(before: number = this.ctx.clock.nowMs()): Promise<number> {
     const result = await this.ctx.db.run('DELETE FROM launch_tickets WHERE expires_at < ?', [before]);
     return result.changes;
