@@ -7,6 +7,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import express from 'express';
 import type { Express, NextFunction, Request, Response } from 'express';
+import type { Resolver } from '../rules/endpoint-url.js';
 import { CONTRACT_VERSIONS } from '../rules/locations.js';
 import type { Config } from './config.js';
 import { contract20260921 } from './contracts/2026-09-21/index.js';
@@ -18,12 +19,15 @@ import { internalError, isProblem, Problem, PROBLEM_CONTENT_TYPE, reasonPhrase }
 import { requestContext } from './http/request-context.js';
 import type { Services } from './http/services.js';
 import { createFileServices } from './files/index.js';
+import { launchPageRoute } from './launch-page/mount.js';
 import { LaunchService } from './launches/service.js';
+import type { Connector } from './outbound/index.js';
+import { createToolHttpClient, systemResolver } from './outbound/index.js';
 import { sandboxLmsPipeline } from './sandbox-lms/mount.js';
 import { createDefaultPublisher } from './scores/index.js';
 import { Signer } from './signing/signer.js';
 import type { Clock, Store } from './store/index.js';
-import { openStore, StoreBusyError, StoreClosedError, systemClock } from './store/index.js';
+import { openStore, StoreBusyError, StoreClosedError, systemClock, UnstorableTextError } from './store/index.js';
 
 export const CURRENT_CONTRACT_VERSION = '2026-09-21';
 
@@ -57,6 +61,10 @@ function toProblem(err: unknown, log: Logger): Problem {
   if (err instanceof StoreBusyError) {
     log.warn('store busy', { err });
     return new Problem(503, 'store_busy', 'the service is busy; retry shortly', { headers: { 'Retry-After': '1' } });
+  }
+  if (err instanceof UnstorableTextError) {
+    // Text a caller sent with U+0000 in a field no validation names; PostgreSQL could not store it.
+    return new Problem(422, 'unstorable_text', 'text containing the NUL character (U+0000) cannot be stored');
   }
   if (err instanceof StoreClosedError) {
     return new Problem(503, 'shutting_down', 'the service is shutting down; retry shortly', { headers: { 'Retry-After': '1' } });
@@ -122,6 +130,9 @@ export function createApp(services: Services, options: AppOptions = {}): Express
     }),
   );
 
+  // The browser launch page (L-08, S-10): HTML, authenticated by its ticket alone.
+  app.use(launchPageRoute(services));
+
   // Contract selection (NS-18). Seam for the multi-contract dispatch: without the header, the tool's
   // pinned contract will apply once archived contracts are served; until then the current one does.
   app.use((req: Request, res: Response, next: NextFunction) => {
@@ -182,14 +193,33 @@ export interface BuildServicesOptions {
    * Sandbox LMS when `PUBLIC_URL` does not route back to it (a proxy without hairpinning, tests).
    */
   selfOrigin?: () => string | undefined;
+  /** How tool host names are resolved for the endpoint URL rules; default `dns.promises.lookup`. */
+  toolResolver?: Resolver;
+  /** How sockets to tools are opened; default through the vetted addresses only (tests record them). */
+  toolConnector?: Connector;
+}
+
+/** SQLite under `DATA_DIR`, or PostgreSQL when `DATABASE_URL` is set (decision S-33). */
+export function openConfiguredStore(
+  config: Pick<Config, 'dataDir' | 'databaseUrl' | 'databaseSchema' | 'databasePoolSize'>,
+  clock: Clock = systemClock,
+): Promise<Store> {
+  if (config.databaseUrl === null) return openStore({ dataDir: config.dataDir, clock });
+  return openStore({
+    databaseUrl: config.databaseUrl,
+    ...(config.databaseSchema === null ? {} : { schema: config.databaseSchema }),
+    maxConnections: config.databasePoolSize,
+    clock,
+  });
 }
 
 /** Opens the store (unless given) and builds every service; the caller owns `store.close()`. */
 export async function buildServices(config: Config, options: BuildServicesOptions = {}): Promise<Services> {
   const clock = options.clock ?? systemClock;
   const log = options.log ?? createLogger({ level: config.logLevel });
-  if (!options.store) mkdirSync(config.dataDir, { recursive: true });
-  const store = options.store ?? (await openStore({ dataDir: config.dataDir, clock }));
+  // DATA_DIR holds the SQLite file and the local blobs; with PostgreSQL for both it is not needed.
+  if (!options.store && (config.databaseUrl === null || config.blobStore === 'local')) mkdirSync(config.dataDir, { recursive: true });
+  const store = options.store ?? (await openConfiguredStore(config, clock));
   const signer = new Signer(store, { clock });
   await signer.init();
   const launches = new LaunchService({
@@ -206,7 +236,13 @@ export async function buildServices(config: Config, options: BuildServicesOption
     ...(options.selfOrigin ? { sandboxTransportOrigin: options.selfOrigin } : {}),
     clock,
   });
-  return { store, config, signer, clock, log, launches, blobs, files, publisher };
+  const outbound = createToolHttpClient({
+    resolve: options.toolResolver ?? systemResolver,
+    allowLoopback: config.allowLoopbackTools,
+    ...(options.toolConnector ? { connect: options.toolConnector } : {}),
+    log,
+  });
+  return { store, config, signer, clock, log, launches, blobs, files, publisher, outbound };
 }
 
 export interface RunningService {
@@ -265,6 +301,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
       await closed;
       clearInterval(idleSweep);
       clearTimeout(force);
+      await services.blobs.close?.();
       await services.store.close();
       services.log.info('stopped');
     })();

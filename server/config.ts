@@ -6,6 +6,9 @@ import { isAbsolute, resolve } from 'node:path';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
+/** Where uploaded files' bytes live: `DATA_DIR/blobs`, or the PostgreSQL database every instance shares. */
+export type BlobStoreKind = 'local' | 'postgres';
+
 export interface Config {
   port: number;
   host: string;
@@ -17,11 +20,26 @@ export interface Config {
   logLevel: LogLevel;
   /** Issue 4's development switch: lets tool endpoint URLs point at loopback. Never on in production. */
   allowLoopbackTools: boolean;
+  /** `LOCATIONS_TIMEOUT_MS`: the whole locations request, at most the contract's 30 s. */
+  locationsTimeoutMs: number;
+  /** `PROVISION_TIMEOUT_MS`: the whole provision request, at most decision GAP-16's 10 s. */
+  provisionTimeoutMs: number;
   /** Largest JSON request body read (413 above): room for a 1 MB row written with some white space. */
   httpBodyLimitBytes: number;
   /** How long a shutdown waits for requests in flight before closing their connections. */
   shutdownGraceMs: number;
   nodeEnv: string;
+  /**
+   * `DATABASE_URL`: the PostgreSQL database several instances share (decision S-33). Null keeps the
+   * embedded SQLite file under `dataDir`.
+   */
+  databaseUrl: string | null;
+  /** `DATABASE_SCHEMA`: the schema holding the tables; null uses the role's search path. */
+  databaseSchema: string | null;
+  /** `DATABASE_POOL_SIZE`: connections this instance opens to PostgreSQL at most. */
+  databasePoolSize: number;
+  /** `BLOB_STORE`: `local` (default) or `postgres` (needs `DATABASE_URL`). */
+  blobStore: BlobStoreKind;
 }
 
 export class ConfigError extends Error {
@@ -135,6 +153,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
     problems,
   );
   const shutdownGraceMs = parseIntIn('SHUTDOWN_GRACE_MS', env['SHUTDOWN_GRACE_MS'], 30_000, 0, 600_000, problems);
+  // Shorter waits are the operator's choice; longer ones would break the contract's promise to instructors.
+  const locationsTimeoutMs = parseIntIn('LOCATIONS_TIMEOUT_MS', env['LOCATIONS_TIMEOUT_MS'], 30_000, 100, 30_000, problems);
+  const provisionTimeoutMs = parseIntIn('PROVISION_TIMEOUT_MS', env['PROVISION_TIMEOUT_MS'], 10_000, 100, 10_000, problems);
+  const database = readDatabase(env, problems);
   if (allowLoopbackTools && nodeEnv === 'production') {
     problems.push('ALLOW_LOOPBACK_TOOLS must not be on when NODE_ENV=production');
   }
@@ -148,10 +170,65 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
     responseValidation,
     logLevel,
     allowLoopbackTools,
+    locationsTimeoutMs,
+    provisionTimeoutMs,
     httpBodyLimitBytes,
     shutdownGraceMs,
     nodeEnv,
+    ...database,
   };
+}
+
+const BLOB_STORES: readonly BlobStoreKind[] = ['local', 'postgres'];
+
+/**
+ * The store lines: `DATABASE_URL` picks PostgreSQL, and nothing falls back silently. A URL that is not
+ * PostgreSQL's, or a shared blob store without the database to hold it, stops the start. Messages never
+ * repeat the URL, which usually carries a password.
+ */
+function readDatabase(
+  env: NodeJS.ProcessEnv,
+  problems: string[],
+): Pick<Config, 'databaseUrl' | 'databaseSchema' | 'databasePoolSize' | 'blobStore'> {
+  let databaseUrl: string | null = env['DATABASE_URL']?.trim() || null;
+  // A bad URL is reported once, as itself, not again by every setting that needs it.
+  const databaseUrlGiven = databaseUrl !== null;
+  if (databaseUrl !== null) {
+    let parsed: URL | null = null;
+    try {
+      parsed = new URL(databaseUrl);
+    } catch {
+      problems.push('DATABASE_URL must be a URL such as postgres://tis:secret@db.example.edu:5432/tis (it could not be parsed)');
+    }
+    if (parsed && parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:') {
+      problems.push(`DATABASE_URL must start with postgres:// or postgresql://, got ${parsed.protocol}//...; leave it unset for SQLite under DATA_DIR`);
+      parsed = null;
+    }
+    if (parsed === null) databaseUrl = null;
+  }
+  const schemaRaw = env['DATABASE_SCHEMA']?.trim() || null;
+  let databaseSchema: string | null = null;
+  if (schemaRaw !== null) {
+    if (!databaseUrlGiven) {
+      problems.push('DATABASE_SCHEMA is set but DATABASE_URL is not: the schema names where the PostgreSQL tables live');
+    } else if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schemaRaw)) {
+      problems.push(`DATABASE_SCHEMA must be a lower-case SQL identifier (letters, digits, _), got ${JSON.stringify(schemaRaw)}`);
+    } else if (databaseUrl !== null && new URL(databaseUrl).searchParams.has('options')) {
+      // The URL's `options` would replace the search path the schema sets, without a word.
+      problems.push('DATABASE_SCHEMA and an `options` parameter in DATABASE_URL cannot be combined: name the schema in one place');
+    } else {
+      databaseSchema = schemaRaw;
+    }
+  }
+  const databasePoolSize = parseIntIn('DATABASE_POOL_SIZE', env['DATABASE_POOL_SIZE'], 10, 1, 1000, problems);
+  const blobRaw = (env['BLOB_STORE']?.trim() || 'local').toLowerCase();
+  let blobStore: BlobStoreKind = 'local';
+  if ((BLOB_STORES as readonly string[]).includes(blobRaw)) blobStore = blobRaw as BlobStoreKind;
+  else problems.push(`BLOB_STORE must be one of ${BLOB_STORES.join(', ')}, got ${JSON.stringify(env['BLOB_STORE'])}`);
+  if (blobStore === 'postgres' && !databaseUrlGiven) {
+    problems.push('BLOB_STORE=postgres keeps files in the PostgreSQL database, so it needs DATABASE_URL');
+  }
+  return { databaseUrl, databaseSchema, databasePoolSize, blobStore };
 }
 
 /** A configuration for tests and embedding, from explicit values over the defaults. */

@@ -1,9 +1,8 @@
 /**
- * `npm start`: opens the store under `DATA_DIR`, serves the API, and shuts down gracefully on SIGTERM
- * or SIGINT (stop accepting, finish the requests in flight, close the store). Configuration: see
- * server/config.ts and README.md.
+ * `npm start`: opens the store (SQLite under `DATA_DIR`, or PostgreSQL at `DATABASE_URL`), serves the
+ * API, and shuts down gracefully on SIGTERM or SIGINT (stop accepting, finish the requests in flight,
+ * close the store). Configuration: see server/config.ts and README.md.
  */
-import { mkdirSync } from 'node:fs';
 import { startService } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { createLogger } from './http/log.js';
@@ -28,9 +27,16 @@ async function main(): Promise<void> {
     );
     log.warn('ALLOW_LOOPBACK_TOOLS is on: tool endpoint URLs may resolve to loopback addresses (development only)');
   }
-  mkdirSync(config.dataDir, { recursive: true });
   const running = await startService(config, { log });
-  log.info('listening', { url: running.url, public_url: config.publicUrl, data_dir: config.dataDir });
+  log.info('listening', {
+    url: running.url,
+    public_url: config.publicUrl,
+    data_dir: config.dataDir,
+    // Never the URL itself: it usually carries the database password.
+    store: config.databaseUrl === null ? 'sqlite' : 'postgres',
+    ...(config.databaseSchema === null ? {} : { database_schema: config.databaseSchema }),
+    blob_store: config.blobStore,
+  });
   process.stdout.write(`Tool Integration Service listening on ${running.url} (public URL ${config.publicUrl})\n`);
 
   let signals = 0;

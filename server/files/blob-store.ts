@@ -1,7 +1,7 @@
 /**
  * Where the bytes of stored files live. The database keeps which blob a file uses; a blob store only
- * keeps bytes under opaque IDs. The local disk is the default; a store shared by several instances (a
- * later issue) implements the same three calls.
+ * keeps bytes under opaque IDs. The local disk is the default; the store several instances share
+ * (database-blob-store.ts, `BLOB_STORE=postgres`) implements the same three calls.
  *
  * Rules every implementation keeps:
  * - `put` never makes a blob visible under its ID until all `expectedSize` bytes are durable, so a crash
@@ -35,6 +35,8 @@ export interface BlobStore {
   get(id: string): Promise<OpenedBlob>;
   /** Removes a blob; absent is fine. */
   delete(id: string): Promise<void>;
+  /** Stops background work (a periodic sweep) before the store beneath closes; optional. */
+  close?(): Promise<void>;
 }
 
 export class BlobSizeMismatchError extends Error {

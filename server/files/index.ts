@@ -9,6 +9,7 @@ import type { Config } from '../config.js';
 import type { Logger } from '../http/log.js';
 import type { Clock, FileLimits, Store } from '../store/index.js';
 import type { BlobStore } from './blob-store.js';
+import { DatabaseBlobStore } from './database-blob-store.js';
 import { LocalBlobStore } from './local-blob-store.js';
 import { loadFilesSigner } from './signing.js';
 import { FileTransfer } from './transfer.js';
@@ -22,10 +23,10 @@ declare module '../http/services.js' {
 
 export interface FileServicesOptions {
   store: Store;
-  config: Pick<Config, 'dataDir' | 'publicUrl'>;
+  config: Pick<Config, 'dataDir' | 'publicUrl'> & Partial<Pick<Config, 'blobStore'>>;
   clock: Clock;
   log: Logger;
-  /** Another blob store (tests, or the shared store of a later issue); default: `DATA_DIR/blobs`. */
+  /** Another blob store (tests); default: as `config.blobStore` says, `DATA_DIR/blobs` when absent. */
   blobs?: BlobStore;
   /** Shorter lifetimes or smaller limits for tests; the defaults are the decisions' values. */
   uploadFormTtlMs?: number;
@@ -35,6 +36,19 @@ export interface FileServicesOptions {
 
 export async function createFileServices(options: FileServicesOptions): Promise<{ blobs: BlobStore; files: FileTransfer }> {
   let blobs = options.blobs;
+  if (!blobs && options.config.blobStore === 'postgres') {
+    // Config refuses BLOB_STORE=postgres without DATABASE_URL; this guards embedders that build a Config.
+    if (options.store.dialect !== 'postgres') {
+      throw new Error('BLOB_STORE=postgres keeps files in the PostgreSQL database: open the store with DATABASE_URL');
+    }
+    const shared = new DatabaseBlobStore(options.store.driver, {
+      clock: options.clock,
+      onSweepError: (err) => options.log.warn('shared blob store sweep failed', { err }),
+    });
+    // Abandoned uploads and deleted files' bytes, also of instances that are gone.
+    shared.startSweeping();
+    blobs = shared;
+  }
   if (!blobs) {
     const local = new LocalBlobStore(join(options.config.dataDir, 'blobs'));
     // Temporary files older than an hour belong to uploads a crash cut short.
@@ -59,6 +73,8 @@ export async function createFileServices(options: FileServicesOptions): Promise<
 export type { BlobStore, OpenedBlob, StoredBlob } from './blob-store.js';
 export { BlobNotFoundError, BlobSizeMismatchError } from './blob-store.js';
 export { LocalBlobStore } from './local-blob-store.js';
+export { DatabaseBlobStore, DEFAULT_CHUNK_BYTES } from './database-blob-store.js';
+export type { DatabaseBlobStoreOptions } from './database-blob-store.js';
 export { FilesError } from './errors.js';
 export { FileTransfer, UPLOAD_FORM_TTL_MS, DOWNLOAD_URL_TTL_MS } from './transfer.js';
 export type { FileDetail, FileSummary, UploadFormAnswer, FileTransferOptions } from './transfer.js';

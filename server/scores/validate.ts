@@ -33,6 +33,7 @@ export const SCORE_BODY_MESSAGES = {
   activityProgress: `activity_progress must be one of [${ACTIVITY_PROGRESS.join(', ')}]`,
   gradingProgress: `grading_progress must be one of [${GRADING_PROGRESS.join(', ')}]`,
   commentNotAString: 'comment must be a string',
+  commentHasNul: 'comment must not contain the NUL character (U+0000)',
 } as const;
 
 function invalid(code: string, field: string | null, message: string): Problem {
@@ -74,6 +75,8 @@ export function parseScoreSubmission(body: unknown): ScoreSubmission {
       () => invalid('max_score_not_a_number', 'max_score', SCORE_BODY_MESSAGES.maxScoreNotANumber),
     ],
     [typeof comment !== 'string', () => invalid('invalid_comment', 'comment', SCORE_BODY_MESSAGES.commentNotAString)],
+    // Invisible in any gradebook, and text PostgreSQL cannot store: refused on both stores alike.
+    [typeof comment === 'string' && comment.includes('\u0000'), () => invalid('invalid_comment', 'comment', SCORE_BODY_MESSAGES.commentHasNul)],
     [unknown !== undefined, () => invalid('unknown_field', unknown ?? '', SCORE_BODY_MESSAGES.unknownField(unknown ?? ''))],
   ];
   const first = broken.find(([fails]) => fails);

@@ -8,12 +8,15 @@
  * - INTEGER/BIGINT columns come back as JS numbers (the PostgreSQL driver must parse int8, OID 20, to
  *   number; every integer we store, microseconds since the epoch included, stays below 2^53);
  * - binding `undefined` is a bug and throws, so a forgotten `?? null` cannot silently store NULL;
+ * - a string holding U+0000 is refused (`UnstorableTextError`) on both engines: PostgreSQL cannot store it;
  * - failures surface as the store's typed errors: a UNIQUE or PRIMARY KEY conflict as
  *   `UniqueViolationError`, a foreign key as `ForeignKeyViolationError`, a lock wait that outlived the
  *   busy timeout as `StoreBusyError` (repositories catch the first to report duplicate extids);
  * - `transaction(fn)` commits when `fn` resolves and rolls back when it rejects; the handle given to `fn`
  *   is the only way to reach that transaction and is dead once it ends.
  */
+import { UnstorableTextError } from './errors.js';
+
 export type Dialect = 'sqlite' | 'postgres';
 
 export type SqlParam = string | number | bigint | boolean | null | Uint8Array;
@@ -43,12 +46,16 @@ export interface RootDriver extends Driver {
   close(): Promise<void>;
 }
 
-/** Booleans become 0/1; `undefined` is refused. */
+/**
+ * Booleans become 0/1; `undefined` is refused; so is a string holding U+0000 (`UnstorableTextError`):
+ * PostgreSQL cannot store it, and SQLite refuses it too so both stores answer alike.
+ */
 export function normalizeParams(params: readonly SqlParam[] | undefined): Array<Exclude<SqlParam, boolean>> {
   if (!params) return [];
   return params.map((value, index) => {
     if (value === undefined) throw new TypeError(`SQL parameter ${index + 1} is undefined`);
     if (typeof value === 'boolean') return value ? 1 : 0;
+    if (typeof value === 'string' && value.includes('\u0000')) throw new UnstorableTextError(index + 1);
     return value;
   });
 }

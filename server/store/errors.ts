@@ -40,6 +40,18 @@ export class UniqueViolationError extends StoreError {
   }
 }
 
+/**
+ * A text value holds U+0000, which PostgreSQL's TEXT cannot store (nor compare). Refused before the
+ * statement runs, on both stores alike, so the two answer the same; `parameter` is its 1-based position.
+ */
+export class UnstorableTextError extends StoreError {
+  readonly parameter: number;
+  constructor(parameter: number) {
+    super('unstorable_text', `SQL parameter ${parameter} holds the NUL character (U+0000), which text cannot store`);
+    this.parameter = parameter;
+  }
+}
+
 export class ForeignKeyViolationError extends StoreError {
   constructor(options?: { cause?: unknown }) {
     super('foreign_key_violation', 'foreign key constraint violated', options);

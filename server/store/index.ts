@@ -23,6 +23,7 @@ import { GradebookRepo } from './repos/gradebook.js';
 import { LaunchGradesRepo } from './repos/grades.js';
 import { LaunchesRepo } from './repos/launches.js';
 import { LocationsRepo } from './repos/locations.js';
+import { PickerAnswersRepo } from './repos/picker-answers.js';
 import { PlacementsRepo } from './repos/placements.js';
 import { ProvisioningRepo } from './repos/provisioning.js';
 import { RowsRepo } from './repos/rows.js';
@@ -56,6 +57,7 @@ export interface Repositories {
   signingKeys: SigningKeysRepo;
   gradebook: GradebookRepo;
   sandboxLms: SandboxLmsRepo;
+  pickerAnswers: PickerAnswersRepo;
 }
 
 export interface Store extends Repositories {
@@ -123,6 +125,7 @@ export function createRepositories(db: Driver, clock: Clock = systemClock): Repo
     signingKeys: new SigningKeysRepo(ctx),
     gradebook: new GradebookRepo(ctx),
     sandboxLms: new SandboxLmsRepo(ctx),
+    pickerAnswers: new PickerAnswersRepo(ctx),
   };
 }
 
@@ -207,6 +210,7 @@ export * from './repos/gradebook.js';
 export * from './repos/grades.js';
 export * from './repos/launches.js';
 export * from './repos/locations.js';
+export * from './repos/picker-answers.js';
 export * from './repos/placements.js';
 export * from './repos/provisioning.js';
 export * from './repos/rows.js';

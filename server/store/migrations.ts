@@ -363,7 +363,52 @@ export const MIGRATIONS: readonly Migration[] = [
       created_at BIGINT NOT NULL
     )`,
   ]),
+  // The blob store several instances share (issue 7, `BLOB_STORE=postgres`; server/files/database-blob-store.ts).
+  // A blob is a header row and its bytes in chunks; it is readable only once its header says `complete`,
+  // so an upload cut short leaves rows nobody can see, which the store's sweep removes. Same tables in
+  // both dialects so the migration list stays one list; only the bytes column type differs.
+  {
+    id: '0004_shared_blobs',
+    sql: {
+      sqlite: sharedBlobTables('BLOB'),
+      postgres: [
+        ...sharedBlobTables('BYTEA'),
+        // Uploaded files are mostly compressed already (images, PDFs, archives): keep TOAST from trying
+        // to compress every chunk again, and let reads fetch slices without decompressing.
+        `ALTER TABLE blob_chunks ALTER COLUMN data SET STORAGE EXTERNAL`,
+      ],
+    },
+  },
+  // The last picker answer per course (issue 4, server/placements/picker.ts; decision S-09).
+  portable('0005_picker_answers', [
+    `CREATE TABLE picker_answers (
+      app_id TEXT NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+      context_id TEXT NOT NULL REFERENCES contexts (id) ON DELETE CASCADE,
+      answer TEXT NOT NULL,
+      fetched_at BIGINT NOT NULL,
+      PRIMARY KEY (app_id, context_id)
+    )`,
+  ]),
 ];
+
+function sharedBlobTables(bytesType: 'BLOB' | 'BYTEA'): string[] {
+  return [
+    `CREATE TABLE blobs (
+      id TEXT PRIMARY KEY,
+      size BIGINT NOT NULL CHECK (size >= 0),
+      state TEXT NOT NULL CHECK (state IN ('writing', 'complete', 'deleted')),
+      created_at BIGINT NOT NULL,
+      updated_at BIGINT NOT NULL
+    )`,
+    `CREATE INDEX blobs_state_updated ON blobs (state, updated_at)`,
+    `CREATE TABLE blob_chunks (
+      blob_id TEXT NOT NULL REFERENCES blobs (id) ON DELETE CASCADE,
+      seq INTEGER NOT NULL CHECK (seq >= 0),
+      data ${bytesType} NOT NULL,
+      PRIMARY KEY (blob_id, seq)
+    )`,
+  ];
+}
 
 const MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS schema_migrations (
   id TEXT PRIMARY KEY,

@@ -4,6 +4,12 @@
  * to it with `fetch` over real HTTP. The fixtures go through the real launch service, so the tokens they
  * hand out are the ones a tool would get.
  *
+ * With `TIS_TEST_STORE=postgres` (the `postgres` vitest project) every server runs on PostgreSQL instead
+ * (`TIS_TEST_DATABASE_URL`, see tests/store/helpers.ts), in a schema of its own created for its `DATA_DIR`
+ * and dropped with it; a server started again on the same `dataDir` reopens the same schema, like a
+ * restart on the same SQLite file. Blobs stay on the local disk under `DATA_DIR` unless
+ * `TIS_TEST_BLOB_STORE=postgres`.
+ *
  *   const server = await startServer();
  *   const tool = await createTool(server);
  *   const quiz = await placeLocation(server, { app: tool.app.id, type: 'assessment' });
@@ -12,11 +18,11 @@
  *   await server.stop();
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunningService } from '../../server/app.js';
-import { startService } from '../../server/app.js';
+import { openConfiguredStore, startService } from '../../server/app.js';
 import type { Config } from '../../server/config.js';
 import { configFrom } from '../../server/config.js';
 import type { ContractDefinition } from '../../server/http/pipeline.js';
@@ -36,10 +42,14 @@ import type {
   OrganizationRecord,
   PlacementEntry,
   PlacementRecord,
+  Store,
 } from '../../server/store/index.js';
 
 export interface StartServerOptions {
-  /** Overrides of the test configuration (`dataDir`, `port`, `host` are the harness's). */
+  /**
+   * Overrides of the test configuration (`dataDir`, `port`, `host` are the harness's; the store lines come
+   * from `TIS_TEST_STORE`, though e.g. `blobStore` may be overridden here).
+   */
   config?: Partial<Omit<Config, 'dataDir'>>;
   clock?: Clock;
   /** Replaces the served contracts (pipeline tests with handlers of their own). Default: the real ones. */
@@ -75,9 +85,161 @@ async function freePort(): Promise<number> {
   });
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// Which store the servers of this process run on.
+
+export type TestStoreKind = 'sqlite' | 'postgres';
+
+function readKind<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
+  const raw = process.env[name]?.trim();
+  if (!raw) return fallback;
+  if (!(allowed as readonly string[]).includes(raw)) throw new Error(`${name} must be one of ${allowed.join(', ')}, got ${JSON.stringify(raw)}`);
+  return raw as T;
+}
+
+export const TEST_STORE: TestStoreKind = readKind('TIS_TEST_STORE', ['sqlite', 'postgres'], 'sqlite');
+export const TEST_BLOB_STORE: Config['blobStore'] = readKind('TIS_TEST_BLOB_STORE', ['local', 'postgres'], 'local');
+
+/** Where a test server's PostgreSQL schema is named, inside its `DATA_DIR`. */
+const SCHEMA_MARKER = 'test-database.json';
+
+interface SchemaUse {
+  users: number;
+  /** The `DATA_DIR` that named it is gone: drop it once the last server on it stops. */
+  orphaned: boolean;
+}
+const schemaUses = new Map<string, SchemaUse>();
+
+let postgresAdmin: Promise<{ url: string; query: (sql: string) => Promise<void> }> | null = null;
+
+/** The test database (created when missing, as the store tests do); fails loudly when unreachable. */
+function postgres(): Promise<{ url: string; query: (sql: string) => Promise<void> }> {
+  postgresAdmin ??= (async () => {
+    const helpers = await import('../store/helpers.js');
+    if (!helpers.postgresStatus.available) {
+      throw new Error(`TIS_TEST_STORE=postgres, but ${helpers.postgresStatus.reason}`);
+    }
+    const { default: pg } = await import('pg');
+    const url = helpers.POSTGRES_URL;
+    return {
+      url,
+      query: async (sql: string) => {
+        const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
+        await client.connect();
+        try {
+          await client.query(sql);
+        } finally {
+          await client.end();
+        }
+      },
+    };
+  })();
+  return postgresAdmin;
+}
+
+/**
+ * Schemas are named `tsrv_<run>_<random>`: the run is the vitest run's (tests/server/postgres-setup.ts
+ * drops what a run leaves behind, e.g. of a crashed test), or this process's outside vitest.
+ */
+function newSchemaName(): string {
+  const run = (process.env['TIS_TEST_RUN'] ?? `p${process.pid}`).toLowerCase().replace(/[^a-z0-9]/g, '').slice(0, 16);
+  return `tsrv_${run}_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+}
+
+const creating = new Map<string, Promise<string>>();
+
+/** The schema of `dataDir`, created with its marker on first use (once, when asked twice at once). */
+function schemaFor(dataDir: string): Promise<string> {
+  const marker = join(dataDir, SCHEMA_MARKER);
+  if (existsSync(marker)) return Promise.resolve((JSON.parse(readFileSync(marker, 'utf8')) as { schema: string }).schema);
+  let pending = creating.get(marker);
+  if (!pending) {
+    pending = (async () => {
+      const schema = newSchemaName();
+      await (await postgres()).query(`CREATE SCHEMA ${schema}`);
+      writeFileSync(marker, JSON.stringify({ schema }));
+      return schema;
+    })().finally(() => creating.delete(marker));
+    creating.set(marker, pending);
+  }
+  return pending;
+}
+
+async function releaseSchema(schema: string, dataDirGone: boolean): Promise<void> {
+  const use = schemaUses.get(schema);
+  if (!use) return;
+  use.users -= 1;
+  if (dataDirGone) use.orphaned = true;
+  if (use.users > 0 || !use.orphaned) return;
+  schemaUses.delete(schema);
+  await (await postgres()).query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+}
+
+/** The store lines of a server's configuration for `dataDir` (SQLite needs none beyond `dataDir`). */
+async function storeConfig(dataDir: string): Promise<Partial<Config>> {
+  if (TEST_STORE === 'sqlite') return {};
+  const { url } = await postgres();
+  return { databaseUrl: url, databaseSchema: await schemaFor(dataDir), blobStore: TEST_BLOB_STORE };
+}
+
+/**
+ * Environment for a child `server/main.ts` that must open the store a `startServer({dataDir})` opens
+ * (restart and crash tests): `DATA_DIR`, plus `DATABASE_URL`, `DATABASE_SCHEMA` and `BLOB_STORE` on
+ * PostgreSQL. Drop the schema with `dropTestStore(dataDir)` when the test started no harness server on it.
+ */
+export async function serviceStoreEnv(dataDir: string): Promise<Record<string, string>> {
+  const config = await storeConfig(dataDir);
+  const env: Record<string, string> = { DATA_DIR: dataDir };
+  if (config.databaseUrl) env['DATABASE_URL'] = config.databaseUrl;
+  if (config.databaseSchema) env['DATABASE_SCHEMA'] = config.databaseSchema;
+  if (config.blobStore) env['BLOB_STORE'] = config.blobStore;
+  return env;
+}
+
+/**
+ * Opens the store a server on `dataDir` uses, as another instance would (the caller closes it, and drops
+ * it with `dropTestStore` when no harness server owns the directory).
+ */
+export async function openTestStore(dataDir: string, options: { clock?: Clock } = {}): Promise<Store> {
+  const config = await storeConfig(dataDir);
+  return openConfiguredStore({ dataDir, databaseUrl: null, databaseSchema: null, databasePoolSize: 4, ...config }, options.clock);
+}
+
+/** Drops the PostgreSQL schema of a `dataDir` the test removes itself (no-op on SQLite). */
+export async function dropTestStore(dataDir: string): Promise<void> {
+  if (TEST_STORE === 'sqlite') return;
+  const marker = join(dataDir, SCHEMA_MARKER);
+  if (!existsSync(marker)) return;
+  const schema = (JSON.parse(readFileSync(marker, 'utf8')) as { schema: string }).schema;
+  const use = schemaUses.get(schema);
+  if (use && use.users > 0) {
+    use.orphaned = true;
+    return;
+  }
+  schemaUses.delete(schema);
+  await (await postgres()).query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+}
+
 export async function startServer(options: StartServerOptions = {}): Promise<TestServer> {
   const ownDir = options.dataDir === undefined;
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'tis-server-'));
+  const stores = await storeConfig(dataDir);
+  const schema = stores.databaseSchema ?? null;
+  if (schema !== null) {
+    const use = schemaUses.get(schema) ?? { users: 0, orphaned: false };
+    use.users += 1;
+    schemaUses.set(schema, use);
+  }
+  try {
+    return await startOn(dataDir, ownDir, stores, options);
+  } catch (err) {
+    if (schema !== null) await releaseSchema(schema, ownDir);
+    if (ownDir) rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+async function startOn(dataDir: string, ownDir: boolean, stores: Partial<Config>, options: StartServerOptions): Promise<TestServer> {
   const logs: Array<Record<string, unknown>> = [];
   const log = createLogger({
     level: options.config?.logLevel ?? 'debug',
@@ -91,6 +253,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Tes
     const port = await freePort();
     const config = configFrom({
       responseValidation: true,
+      ...stores,
       ...options.config,
       dataDir,
       host: '127.0.0.1',
@@ -114,6 +277,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Tes
           if (stopped) return;
           stopped = true;
           await running.stop();
+          if (stores.databaseSchema) await releaseSchema(stores.databaseSchema, ownDir);
           if (ownDir) rmSync(dataDir, { recursive: true, force: true });
         },
       };

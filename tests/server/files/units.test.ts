@@ -177,11 +177,12 @@ describe('download headers', () => {
 
 describe('the shared signing secret', () => {
   it('is created once, whoever asks first, and every store on the file gets the same one', async () => {
-    const { openStore } = await import('../../../server/store/index.js');
     const { loadFilesSigner } = await import('../../../server/files/signing.js');
+    const { dropTestStore, openTestStore } = await import('../harness.js');
     const dir = mkdtempSync(join(tmpdir(), 'tis-secret-'));
     dirs.push(dir);
-    const [a, b] = await Promise.all([openStore({ dataDir: dir }), openStore({ dataDir: dir })]);
+    // On the project's store (TIS_TEST_STORE), as two instances of the service would open it.
+    const [a, b] = await Promise.all([openTestStore(dir), openTestStore(dir)]);
     try {
       const secrets = await Promise.all([a.secrets.getOrCreate('x', () => 'from-a'), b.secrets.getOrCreate('x', () => 'from-b')]);
       expect(secrets[0]).toBe(secrets[1]);
@@ -191,6 +192,7 @@ describe('the shared signing secret', () => {
     } finally {
       await a.close();
       await b.close();
+      await dropTestStore(dir);
     }
   });
 });

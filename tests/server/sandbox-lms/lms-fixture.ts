@@ -32,7 +32,7 @@ import type {
   Store,
   UserRecord,
 } from '../../../server/store/index.js';
-import { openStore } from '../../../server/store/index.js';
+import { dropTestStore, openTestStore } from '../harness.js';
 
 /** The system clock, movable forward for expiry tests. */
 export class ShiftableClock implements Clock {
@@ -54,7 +54,8 @@ export interface LmsServer {
 export async function startLmsServer(): Promise<LmsServer> {
   const dir = mkdtempSync(join(tmpdir(), 'tis-lms-'));
   const clock = new ShiftableClock();
-  const store = await openStore({ dataDir: dir, clock });
+  // On the project's store (TIS_TEST_STORE), like every server of the suite.
+  const store = await openTestStore(dir, { clock });
   const signer = new Signer(store, { clock });
   await signer.init();
   const config = configFrom({ dataDir: dir, port: 0, host: '127.0.0.1' });
@@ -95,6 +96,7 @@ export async function startLmsServer(): Promise<LmsServer> {
         server.close(() => resolve());
       });
       await store.close();
+      await dropTestStore(dir);
       rmSync(dir, { recursive: true, force: true });
     },
   };
