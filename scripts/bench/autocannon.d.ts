@@ -1,0 +1,38 @@
+// autocannon 9 ships no types; this covers the part of its programmatic API that scripts/bench.ts uses.
+declare module 'autocannon' {
+  interface Histogram {
+    average: number;
+    mean: number;
+    stddev: number;
+    min: number;
+    max: number;
+    total: number;
+    p50: number;
+    p90: number;
+    p97_5: number;
+    p99: number;
+  }
+  interface Options {
+    url: string;
+    method?: 'GET' | 'PUT' | 'PATCH' | 'POST' | 'DELETE';
+    headers?: Record<string, string>;
+    body?: string;
+    connections?: number;
+    duration?: number;
+    pipelining?: number;
+    timeout?: number;
+  }
+  interface Result {
+    requests: Histogram;
+    latency: Histogram;
+    throughput: Histogram;
+    duration: number;
+    errors: number;
+    timeouts: number;
+    non2xx: number;
+    '2xx': number;
+    statusCodeStats: Record<string, { count: number }>;
+  }
+  function autocannon(options: Options): Promise<Result>;
+  export default autocannon;
+}
