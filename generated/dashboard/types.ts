@@ -502,7 +502,10 @@ export interface paths {
          *     memberships, its placements with their `resource_link`s, location IDs and gradebook columns, and so every
          *     storage, files and score URL. Discarded: every row and file of the trial course, the provisioning state of
          *     its course and location levels (the next placement or launch provisions again), the scores in its
-         *     gradebook, the last picker answer, unused launch tickets, and the copies with everything in them.
+         *     gradebook, the last picker answer, unused launch tickets (their links answer 404), and the copies with
+         *     everything in them: a copy's rows, files, provisioning and tokens are discarded and it stops being a
+         *     Sandbox course (404, listed nowhere); its course record stays, since the attempts made there stay in the
+         *     grade history (decision S-35).
          *     Revoked: every `api.token` issued by launches and provision requests in the Sandbox (they answer 401
          *     `Invalid bearer token`). The grade history keeps its attempts: attempts are never changed or removed.
          */
@@ -2375,6 +2378,15 @@ export interface operations {
                 };
             };
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description A body that is not an object, or a field other than `context_id` (decision S-35). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /**
              * @description The locations request failed; the instructor would see a deep-link error and place nothing. One
              *     example per row of the contract's table of locations request failures.

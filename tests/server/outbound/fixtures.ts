@@ -1,7 +1,8 @@
 /**
  * A tool on loopback for the outbound tests: a real HTTP server whose routes misbehave on demand (never
  * answer, redirect, answer 500, non-JSON, ...), recording every request it gets. Plus the records the
- * service needs around a tool (a Sandbox course, members) and token verification against the JWKS.
+ * service needs around a tool (a Sandbox course from the Sandbox service, members) and token verification
+ * against the JWKS.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -9,7 +10,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import type { JWTPayload } from 'jose';
-import { ensureSandboxSchool } from '../../../server/sandbox-lms/school.js';
+import { copySandboxCourse, ensureSandbox } from '../../../server/sandbox/index.js';
 import type { AppSettingsPatch, Clock, ContextRecord, MemberGroup, MemberRecord, UserRecord } from '../../../server/store/index.js';
 import type { TestServer } from '../harness.js';
 
@@ -125,19 +126,22 @@ export async function setUrls(server: TestServer, appId: string, patch: AppSetti
   await server.services.store.apps.update(appId, patch);
 }
 
-/** The tool's Sandbox course (in its Sandbox school), or a copy of `parent`. */
+/**
+ * The tool's Sandbox trial course, or a copy of `parent`, made by the Sandbox service as the dashboard
+ * makes them (with the five trial users). Does not look at the tool's status, so a suspended tool's
+ * Sandbox course can be set up for tests that expect it to be refused.
+ */
 export async function sandboxCourse(
   server: TestServer,
   appId: string,
   options: { parent?: ContextRecord; name?: string } = {},
 ): Promise<ContextRecord> {
-  const school = await ensureSandboxSchool(server.services.store, appId, server.services.config.publicUrl);
-  return server.services.store.contexts.create({
-    organizationId: school.id,
-    name: options.name ?? 'Sandbox course',
-    label: 'SANDBOX',
-    sandboxAppId: appId,
-    parentContextId: options.parent?.id ?? null,
+  if (!options.parent) return (await ensureSandbox(server.services, appId)).trial;
+  const app = await server.services.store.apps.get(appId);
+  if (!app) throw new Error(`no tool ${appId}`);
+  return copySandboxCourse(server.services, app, {
+    parentContextId: options.parent.id,
+    ...(options.name !== undefined ? { course: { name: options.name, label: 'SANDBOX' } } : {}),
   });
 }
 

@@ -1,0 +1,325 @@
+/**
+ * Builders, teams, tools and the grade history (tags Builders, Apps, Grade history). Registration takes a
+ * builder's credential and makes the builder the tool's first team member (NS-10); the tool starts in
+ * draft with its Sandbox. Settings are all or nothing and check endpoint URLs by the contract's rules when
+ * written (and the outbound client checks them again on every call).
+ */
+import type { components, operations } from '../../generated/dashboard/types.js';
+import { CONTRACT_VERSIONS } from '../../rules/locations.js';
+import type { EndpointRule } from '../../rules/endpoint-url.js';
+import { Problem } from '../http/problem.js';
+import type { Handlers } from '../http/registry.js';
+import { withGuard } from '../http/registry.js';
+import type { Services } from '../http/services.js';
+import type { EndpointField } from '../outbound/index.js';
+import { ensureSandbox } from '../sandbox/index.js';
+import { attemptJson } from '../scores/submit.js';
+import type { AppRecord, AppSettingsPatch, BuilderRecord, Hosting } from '../store/index.js';
+import { createRepositories, InvalidCursorError, isoFromMs, NoApiKeyError, UniqueViolationError } from '../store/index.js';
+import { emailField, enumField, ID_PATTERN, logoUrlField, nullableText, objectBody, refuseUnknown, textField, unprocessable } from './bodies.js';
+import { appGuard, dashboardGuard } from './guard.js';
+import { makeCursor, pageOf, queryString, readListQuery } from './lists.js';
+
+type AppJson = components['schemas']['App'];
+type BuilderJson = components['schemas']['Builder'];
+
+export const APP_OPERATION_IDS = [
+  'getMe',
+  'listBuilders',
+  'createBuilder',
+  'listApps',
+  'registerApp',
+  'getApp',
+  'updateAppSettings',
+  'listAppBuilders',
+  'addAppBuilder',
+  'removeAppBuilder',
+  'activateApp',
+  'suspendApp',
+  'rotateAppKey',
+  'listAppGrades',
+] as const;
+
+export type AppOperationId = (typeof APP_OPERATION_IDS)[number];
+
+const HOSTINGS: readonly Hosting[] = ['hosted', 'self_hosted'];
+const ENDPOINT_FIELDS = ['callback_url', 'provision_url', 'locations_url'] as const;
+const NO_STORE = { 'Cache-Control': 'no-store' } as const;
+
+export function appJson(app: AppRecord): AppJson {
+  const hosted = app.hosting === 'hosted';
+  return {
+    id: app.id,
+    name: app.name,
+    description: app.description,
+    logo_url: app.logoUrl,
+    callback_url: hosted ? null : app.callbackUrl,
+    provision_url: hosted ? null : app.provisionUrl,
+    locations_url: hosted ? null : app.locationsUrl,
+    status: app.status,
+    hosting: app.hosting,
+    contract_version: app.contractVersion as AppJson['contract_version'],
+    api_key_hint: hosted ? null : app.apiKeyHint,
+    grades_released: app.gradesReleased,
+    created: isoFromMs(app.createdAt),
+    updated: isoFromMs(app.updatedAt),
+  };
+}
+
+export function builderJson(builder: BuilderRecord): BuilderJson {
+  return { id: builder.id, name: builder.name, email: builder.email ?? '', created: isoFromMs(builder.createdAt) };
+}
+
+const RULE_CODES: Readonly<Record<EndpointRule, string>> = {
+  absolute_https: 'url_not_https',
+  no_credentials: 'url_has_credentials',
+  resolvable: 'url_unresolvable',
+  public_address: 'url_not_public',
+};
+
+/** An endpoint URL as written in the settings: checked by the URL rules now, stored as normalised. */
+async function endpointUrl(services: Services, field: EndpointField, value: unknown): Promise<string | null> {
+  if ((value === null || value === '') && field !== 'callback_url') return null;
+  const check = await services.outbound.check(value, field);
+  if (!check.ok) throw unprocessable(RULE_CODES[check.rule], check.message);
+  return check.url;
+}
+
+/** The settings patch, checked whole before anything is written (all or nothing). */
+async function readSettings(services: Services, app: AppRecord, body: unknown): Promise<AppSettingsPatch> {
+  const input = objectBody(body);
+  if ('status' in input) throw unprocessable('status_read_only', 'status is changed only by the platform team');
+  if ('hosting' in input) throw unprocessable('hosting_permanent', 'hosting mode is permanent');
+  refuseUnknown(input, ['name', 'description', 'logo_url', 'contract_version', ...ENDPOINT_FIELDS]);
+  if (app.hosting === 'hosted' && ENDPOINT_FIELDS.some((f) => f in input)) {
+    throw unprocessable('hosted_no_urls', 'hosted tools have no endpoint URLs');
+  }
+  const patch: AppSettingsPatch = {};
+  const name = textField(input, 'name', { required: false, max: 200 });
+  if (name !== undefined) patch.name = name;
+  const description = nullableText(input, 'description', 2000);
+  if (description !== undefined) patch.description = description;
+  const logo = logoUrlField(input);
+  if (logo !== undefined) patch.logoUrl = logo;
+  const version = enumField(input, 'contract_version', CONTRACT_VERSIONS, { required: false });
+  if (version !== undefined) patch.contractVersion = version;
+  if ('callback_url' in input) patch.callbackUrl = await endpointUrl(services, 'callback_url', input['callback_url']);
+  if ('provision_url' in input) patch.provisionUrl = await endpointUrl(services, 'provision_url', input['provision_url']);
+  if ('locations_url' in input) patch.locationsUrl = await endpointUrl(services, 'locations_url', input['locations_url']);
+  return patch;
+}
+
+function optionalIdQuery(req: Parameters<typeof queryString>[0], name: string): string | undefined {
+  const value = queryString(req, name);
+  if (value === undefined) return undefined;
+  // A value no ID can have matches nothing: the filter is kept and the page is empty.
+  return value;
+}
+
+export const appHandlers: Pick<Handlers<operations>, AppOperationId> = {
+  getMe: withGuard(dashboardGuard<operations['getMe']>('any'), async (ctx) => {
+    const { principal } = ctx.guarded;
+    return {
+      status: 200,
+      body: principal.kind === 'platform' ? { kind: 'platform', builder: null } : { kind: 'builder', builder: builderJson(principal.builder) },
+    };
+  }),
+
+  listBuilders: withGuard(dashboardGuard<operations['listBuilders']>('platform'), async (ctx) => {
+    const now = ctx.services.clock.nowMs();
+    const query = readListQuery(ctx.req, 'builders', now);
+    const builders = (await ctx.services.store.builders.list()).filter((b) => b.role === 'builder');
+    const { page, nextCursor } = pageOf(builders, (b) => [b.createdAt, b.id], query, 'builders', now);
+    return { status: 200, body: { builders: page.map(builderJson), next_cursor: nextCursor } };
+  }),
+
+  createBuilder: withGuard(dashboardGuard<operations['createBuilder']>('platform'), async (ctx) => {
+    const input = objectBody(ctx.body);
+    refuseUnknown(input, ['name', 'email']);
+    const name = textField(input, 'name', { required: true, max: 200 }) as string;
+    const email = emailField(input);
+    const taken = (): Problem => new Problem(409, 'builder_email_taken', `a builder with the email ${email} already exists`);
+    if (await ctx.services.store.builders.findByEmail(email)) throw taken();
+    let created;
+    try {
+      created = await ctx.services.store.builders.create({ name, email });
+    } catch (err) {
+      if (err instanceof UniqueViolationError) throw taken();
+      throw err;
+    }
+    ctx.log.info('builder created', { builder: created.builder.id });
+    return { status: 201, body: { builder: builderJson(created.builder), token: created.token }, headers: NO_STORE };
+  }),
+
+  listApps: withGuard(dashboardGuard<operations['listApps']>('any'), async (ctx) => {
+    const { principal } = ctx.guarded;
+    const now = ctx.services.clock.nowMs();
+    const statusRaw = queryString(ctx.req, 'status');
+    if (statusRaw !== undefined && !['draft', 'active', 'suspended'].includes(statusRaw)) {
+      throw new Problem(400, 'invalid_status', 'status must be one of [draft, active, suspended]');
+    }
+    const listKey = `apps:${principal.kind === 'platform' ? 'platform' : principal.builder.id}:${statusRaw ?? ''}`;
+    const query = readListQuery(ctx.req, listKey, now);
+    const all =
+      principal.kind === 'platform'
+        ? await ctx.services.store.apps.list()
+        : await ctx.services.store.apps.listForBuilder(principal.builder.id);
+    const newestFirst = all.filter((a) => statusRaw === undefined || a.status === statusRaw).reverse();
+    const { page, nextCursor } = pageOf(newestFirst, (a) => [a.createdAt, a.id], query, listKey, now);
+    return { status: 200, body: { apps: page.map(appJson), next_cursor: nextCursor } };
+  }),
+
+  registerApp: withGuard(dashboardGuard<operations['registerApp']>('builder'), async (ctx) => {
+    const { principal } = ctx.guarded;
+    if (principal.kind !== 'builder') throw new Error('the guard lets only builders register');
+    const input = objectBody(ctx.body);
+    for (const field of ENDPOINT_FIELDS) {
+      if (field in input) {
+        throw unprocessable('endpoint_url_at_registration', `${field} is not accepted at registration; set it in the tool's settings`);
+      }
+    }
+    refuseUnknown(input, ['name', 'description', 'logo_url', 'hosting', 'contract_version']);
+    const name = textField(input, 'name', { required: true, max: 200 }) as string;
+    const hosting = enumField(input, 'hosting', HOSTINGS, { required: true }) as Hosting;
+    const contractVersion = enumField(input, 'contract_version', CONTRACT_VERSIONS, { required: false });
+    const description = nullableText(input, 'description', 2000);
+    const logoUrl = logoUrlField(input);
+    const { app, apiKey } = await ctx.services.store.apps.create({
+      name,
+      hosting,
+      builderId: principal.builder.id,
+      ...(description !== undefined ? { description } : {}),
+      ...(logoUrl !== undefined ? { logoUrl } : {}),
+      ...(contractVersion !== undefined ? { contractVersion } : {}),
+    });
+    // The Sandbox is created with the tool (GAP-24).
+    await ensureSandbox(ctx.services, app.id);
+    ctx.log.info('tool registered', { app: app.id, builder: principal.builder.id, hosting });
+    return {
+      status: 201,
+      body: { app: appJson(app), api_key: apiKey },
+      headers: { ...NO_STORE, Location: `/dashboard/v1/apps/${app.id}` },
+    };
+  }),
+
+  getApp: withGuard(appGuard<operations['getApp']>(), async (ctx) => ({ status: 200, body: appJson(ctx.guarded.app) })),
+
+  updateAppSettings: withGuard(appGuard<operations['updateAppSettings']>(), async (ctx) => {
+    const patch = await readSettings(ctx.services, ctx.guarded.app, ctx.body);
+    const updated = await ctx.services.store.apps.update(ctx.guarded.app.id, patch);
+    if (!updated) throw new Problem(404, 'app_not_found', `app ${ctx.guarded.app.id} not found`);
+    ctx.log.info('tool settings changed', { app: updated.id, fields: Object.keys(patch) });
+    return { status: 200, body: appJson(updated) };
+  }),
+
+  listAppBuilders: withGuard(appGuard<operations['listAppBuilders']>(), async (ctx) => {
+    const team = await ctx.services.store.builders.listForApp(ctx.guarded.app.id);
+    return { status: 200, body: { builders: team.map(builderJson) } };
+  }),
+
+  addAppBuilder: withGuard(appGuard<operations['addAppBuilder']>(), async (ctx) => {
+    const input = objectBody(ctx.body);
+    refuseUnknown(input, ['email']);
+    const email = emailField(input);
+    const { store } = ctx.services;
+    const builder = await store.builders.findByEmail(email);
+    if (!builder || builder.role !== 'builder') throw new Problem(404, 'builder_not_found', `no builder has the email ${email}`);
+    const app = ctx.guarded.app;
+    if ((await store.builders.appRole(app.id, builder.id)) !== null) return { status: 200, body: builderJson(builder) };
+    await store.builders.addToApp(app.id, builder.id, 'member');
+    ctx.log.info('builder added to team', { app: app.id, builder: builder.id });
+    return { status: 201, body: builderJson(builder) };
+  }),
+
+  removeAppBuilder: withGuard(appGuard<operations['removeAppBuilder']>(), async (ctx) => {
+    const app = ctx.guarded.app;
+    const builderId = ctx.params.builder_id;
+    const { store } = ctx.services;
+    const removed = await store.driver.transaction(async (db) => {
+      // The tool's row is locked first, so two removals at once cannot both see a second builder.
+      await db.get(`SELECT id FROM apps WHERE id = ?${db.forUpdate}`, [app.id]);
+      const tx = createRepositories(db, ctx.services.clock);
+      const team = await tx.builders.listForApp(app.id);
+      if (!team.some((b) => b.id === builderId)) return 'not_on_team' as const;
+      if (team.length === 1) return 'last' as const;
+      await tx.builders.removeFromApp(app.id, builderId);
+      return 'removed' as const;
+    });
+    if (removed === 'not_on_team') {
+      throw new Problem(404, 'team_member_not_found', `builder ${builderId} is not on the team of app ${app.id}`);
+    }
+    if (removed === 'last') throw new Problem(409, 'last_builder', `app ${app.id} must keep at least one builder`);
+    ctx.log.info('builder removed from team', { app: app.id, builder: builderId });
+    return { status: 204 };
+  }),
+
+  activateApp: withGuard(appGuard<operations['activateApp']>('platform'), async (ctx) => {
+    const result = await ctx.services.store.apps.setStatus(ctx.guarded.app.id, 'active');
+    if (!result) throw new Problem(404, 'app_not_found', `app ${ctx.guarded.app.id} not found`);
+    ctx.log.info('tool activated', { app: result.app.id, previous: result.previous });
+    return { status: 200, body: appJson(result.app) };
+  }),
+
+  suspendApp: withGuard(appGuard<operations['suspendApp']>('platform'), async (ctx) => {
+    const result = await ctx.services.store.apps.setStatus(ctx.guarded.app.id, 'suspended');
+    if (!result) throw new Problem(404, 'app_not_found', `app ${ctx.guarded.app.id} not found`);
+    ctx.log.info('tool suspended', { app: result.app.id, previous: result.previous });
+    return { status: 200, body: appJson(result.app) };
+  }),
+
+  rotateAppKey: withGuard(appGuard<operations['rotateAppKey']>(), async (ctx) => {
+    const app = ctx.guarded.app;
+    let rotated;
+    try {
+      rotated = await ctx.services.store.apps.rotateApiKey(app.id);
+    } catch (err) {
+      if (err instanceof NoApiKeyError) throw new Problem(409, 'hosted_no_api_key', 'hosted tools have no API key');
+      throw err;
+    }
+    if (!rotated) throw new Problem(404, 'app_not_found', `app ${app.id} not found`);
+    ctx.log.info('API key rotated', { app: app.id });
+    return { status: 200, body: { api_key: rotated.apiKey, api_key_hint: rotated.apiKeyHint }, headers: NO_STORE };
+  }),
+
+  listAppGrades: withGuard(appGuard<operations['listAppGrades']>(), async (ctx) => {
+    const app = ctx.guarded.app;
+    const now = ctx.services.clock.nowMs();
+    const filters: Record<string, string | undefined> = {
+      contextId: optionalIdQuery(ctx.req, 'context_id'),
+      locationId: optionalIdQuery(ctx.req, 'location_id'),
+      memberId: optionalIdQuery(ctx.req, 'member_id'),
+    };
+    for (const [name, value] of Object.entries(filters)) {
+      if (value !== undefined && !ID_PATTERN.test(value)) {
+        const param = name.replace(/Id$/, '_id');
+        throw new Problem(400, 'invalid_query', `${param} must be 1 to 64 letters, digits, '_' or '-'`);
+      }
+    }
+    const listKey = `grades:${app.id}:${filters['contextId'] ?? ''}:${filters['locationId'] ?? ''}:${filters['memberId'] ?? ''}`;
+    const query = readListQuery(ctx.req, listKey, now);
+    if (query.position !== undefined && typeof query.position !== 'string') {
+      throw new Problem(400, 'invalid_cursor', 'cursor is not valid for this list');
+    }
+    let result;
+    try {
+      result = await ctx.services.store.attempts.list({
+        appId: app.id,
+        ...(filters['contextId'] !== undefined ? { contextId: filters['contextId'] } : {}),
+        ...(filters['locationId'] !== undefined ? { locationId: filters['locationId'] } : {}),
+        ...(filters['memberId'] !== undefined ? { memberId: filters['memberId'] } : {}),
+        limit: query.limit,
+        ...(typeof query.position === 'string' ? { cursor: query.position } : {}),
+      });
+    } catch (err) {
+      if (err instanceof InvalidCursorError) throw new Problem(400, 'invalid_cursor', 'cursor is not valid for this list');
+      throw err;
+    }
+    return {
+      status: 200,
+      body: {
+        attempts: result.items.map(attemptJson) as components['schemas']['GradeAttemptList']['attempts'],
+        next_cursor: result.nextCursor === null ? null : makeCursor(listKey, result.nextCursor, now),
+      },
+    };
+  }),
+};

@@ -1,0 +1,88 @@
+/**
+ * Serves the dashboard API's own operations (`/dashboard/v1/...`, decision L-08). The launch page and the
+ * Sandbox LMS, which the same spec describes, are served by their own mounts. Mount it on the app before
+ * the contract dispatcher, with no path prefix:
+ *
+ *   app.use(dashboardPipeline(services, { responseValidation, bodyLimitBytes }));
+ *
+ * Requests outside `/dashboard/v1/` pass through untouched. It runs the contract pipeline (operation,
+ * 404/405, guard, 415, 413, 400, validator, handler, response validation) over the dashboard spec, with
+ * the credential checked by each operation's guard (`guard.ts`). The validator sees the spec without its
+ * request schemas and query parameters: the handlers read bodies and queries themselves with the spec's
+ * exact messages (`bodies.ts`, `lists.ts`), and the validator still checks every response.
+ */
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { operations as dashboardOperations } from '../../generated/dashboard/operations.js';
+import type { operations } from '../../generated/dashboard/types.js';
+import type { PipelineOptions } from '../http/pipeline.js';
+import { contractPipeline } from '../http/pipeline.js';
+import type { Handlers } from '../http/registry.js';
+import type { OperationEntry } from '../http/routes.js';
+import type { Services } from '../http/services.js';
+import { loadBundledSpec } from '../http/spec.js';
+import type { SandboxLmsOperationId } from '../sandbox-lms/handlers.js';
+import { appHandlers } from './apps.js';
+import { sandboxHandlers } from './sandbox.js';
+
+export const DASHBOARD_PATH = '/dashboard/v1';
+
+/** Every operation of the dashboard spec but the ones other mounts serve. */
+export type DashboardOperationId = Exclude<keyof operations, 'openLaunchPage' | SandboxLmsOperationId>;
+
+/** Complete by type: a missing or an extra handler is a compile error. */
+export const dashboardHandlers: Handlers<Pick<operations, DashboardOperationId>> = { ...appHandlers, ...sandboxHandlers };
+
+type SpecObject = Record<string, unknown>;
+
+/** The dashboard spec as the validator gets it: only `/dashboard/v1/` paths, requests unchecked. */
+export function dashboardServedSpec(full: SpecObject = loadBundledSpec('dashboard')): SpecObject {
+  const paths = (full['paths'] ?? {}) as Record<string, Record<string, unknown>>;
+  const components = (full['components'] ?? {}) as { parameters?: Record<string, { in?: string }> };
+  const inQuery = (p: Record<string, unknown>): boolean => {
+    const ref = typeof p['$ref'] === 'string' ? p['$ref'] : null;
+    const resolved = ref === null ? p : components.parameters?.[ref.split('/').pop() ?? ''];
+    return resolved?.['in'] === 'query';
+  };
+  const kept: Record<string, unknown> = {};
+  for (const [path, item] of Object.entries(paths)) {
+    if (!path.startsWith(`${DASHBOARD_PATH}/`)) continue;
+    const copy: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(item)) {
+      if (key === 'parameters' || typeof value !== 'object' || value === null) {
+        copy[key] = value;
+        continue;
+      }
+      const op = { ...(value as Record<string, unknown>) };
+      if (Array.isArray(op['parameters'])) {
+        op['parameters'] = (op['parameters'] as Array<Record<string, unknown>>).filter((p) => !inQuery(p));
+      }
+      const body = op['requestBody'] as { content?: Record<string, unknown> } | undefined;
+      if (body?.content) {
+        op['requestBody'] = {
+          required: false,
+          content: Object.fromEntries(Object.keys(body.content).map((type) => [type, { schema: {} }])),
+        };
+      }
+      copy[key] = op;
+    }
+    kept[path] = copy;
+  }
+  return { ...full, paths: kept };
+}
+
+export function dashboardPipeline(services: Services, options: PipelineOptions): RequestHandler {
+  const ids = Object.keys(dashboardHandlers) as DashboardOperationId[];
+  const table: Record<string, OperationEntry> = Object.fromEntries(ids.map((id) => [id, dashboardOperations[id]]));
+  const pipeline = contractPipeline(
+    { version: 'dashboard', spec: dashboardServedSpec(), operations: table, handlers: dashboardHandlers, authenticate: 'handler' },
+    services,
+    options,
+  );
+  return (req: Request, res: Response, next: NextFunction): void => {
+    if (req.path !== DASHBOARD_PATH && !req.path.startsWith(`${DASHBOARD_PATH}/`)) {
+      next();
+      return;
+    }
+    void pipeline(req, res, next);
+  };
+}
