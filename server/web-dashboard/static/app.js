@@ -1,0 +1,186 @@
+// The dashboard's controller: sign-in, the workspace, and which tool and tab are shown. The address bar
+// holds the place (`#/apps/<app_id>/<tab>`) so a reload comes back to it; the token stays in the session.
+import { api, appPath, detailOf } from './api.js';
+import { busy, byId, say } from './dom.js';
+import { clearToken, getToken, setToken } from './session.js';
+import { loadGrades, wireGrades } from './grades.js';
+import { loadSandbox, wireSandbox } from './sandbox.js';
+import { renderSettings, wireSettings } from './settings.js';
+import { fillContractVersions, loadMoreTools, loadToolList, markCurrent, renderToolHead, wireRegistration, wireToolActions } from './tools.js';
+
+const TABS = ['settings', 'sandbox', 'grades'];
+
+const ctx = {
+  /** Identity of the signed-in credential (GET /me). */
+  identity: null,
+  appId: null,
+  tab: 'settings',
+  tool: null,
+  sandbox: null,
+  /** The Sandbox course shown on the Sandbox and Grades tabs; null means the trial course. */
+  context: null,
+  go(appId, tab) {
+    window.location.hash = `#/apps/${encodeURIComponent(appId)}/${tab}`;
+  },
+  toolChanged(tool) {
+    ctx.tool = tool;
+    renderToolHead(ctx, tool);
+    renderSettings(tool);
+  },
+  /** Shows a key once, on the page of tool `appId` (at registration, that page is still being opened). */
+  showSecret(appId, title, value) {
+    pendingSecret = { appId, title, value };
+    if (appId === ctx.appId && !byId('tool').hidden) revealSecret();
+  },
+};
+
+let pendingSecret = null;
+
+function revealSecret() {
+  if (pendingSecret === null || pendingSecret.appId !== ctx.appId) return;
+  byId('secret-title').textContent = pendingSecret.title;
+  byId('secret-value').value = pendingSecret.value;
+  byId('secret').hidden = false;
+  pendingSecret = null;
+}
+
+function hideSecret() {
+  pendingSecret = null;
+  byId('secret-value').value = '';
+  byId('secret').hidden = true;
+}
+
+function placeFromHash() {
+  const match = /^#\/apps\/([^/]+)\/([a-z]+)$/.exec(window.location.hash);
+  if (!match) return null;
+  const tab = TABS.includes(match[2]) ? match[2] : 'settings';
+  return { appId: decodeURIComponent(match[1]), tab };
+}
+
+async function showPlace() {
+  const place = placeFromHash();
+  const tool = byId('tool');
+  const register = byId('register');
+  if (place === null) {
+    ctx.appId = null;
+    tool.hidden = true;
+    register.hidden = false;
+    markCurrent(null);
+    return;
+  }
+  register.hidden = true;
+  if (place.appId !== ctx.appId) {
+    // A key stays on its own tool's page: leaving it for another tool hides it for good.
+    const pending = pendingSecret?.appId === place.appId ? pendingSecret : null;
+    hideSecret();
+    pendingSecret = pending;
+    ctx.appId = place.appId;
+    ctx.sandbox = null;
+    ctx.context = null;
+    say(byId('tool-error'), null);
+    byId('picker').hidden = true;
+    say(byId('picker-error'), null);
+    say(byId('sandbox-status'), null);
+    try {
+      ctx.toolChanged(await api('GET', appPath(place.appId)));
+    } catch (err) {
+      tool.hidden = true;
+      register.hidden = false;
+      say(byId('register-error'), detailOf(err));
+      return;
+    }
+  }
+  markCurrent(ctx.appId);
+  tool.hidden = false;
+  revealSecret();
+  ctx.tab = place.tab;
+  for (const name of TABS) {
+    const selected = name === place.tab;
+    byId(`tab-${name}`).setAttribute('aria-selected', String(selected));
+    byId(`panel-${name}`).hidden = !selected;
+  }
+  if (place.tab === 'sandbox') await loadSandbox(ctx);
+  if (place.tab === 'grades') await loadGrades(ctx);
+}
+
+async function signedIn() {
+  const identity = ctx.identity;
+  byId('identity-name').textContent =
+    identity.kind === 'platform' ? 'Platform team' : `${identity.builder.name} <${identity.builder.email}>`;
+  byId('identity').hidden = false;
+  byId('sign-in').hidden = true;
+  byId('workspace').hidden = false;
+  const platform = identity.kind === 'platform';
+  byId('register-platform-note').hidden = !platform;
+  byId('register-form').hidden = platform;
+  await loadToolList(ctx);
+  await showPlace();
+}
+
+function showSignIn(message) {
+  ctx.identity = null;
+  byId('identity').hidden = true;
+  byId('workspace').hidden = true;
+  byId('sign-in').hidden = false;
+  say(byId('sign-in-error'), message);
+  byId('sign-in-token').focus();
+}
+
+async function start() {
+  fillContractVersions();
+  wireRegistration(ctx);
+  wireToolActions(ctx);
+  wireSettings(ctx);
+  wireSandbox(ctx);
+  wireGrades(ctx);
+
+  for (const name of TABS) byId(`tab-${name}`).addEventListener('click', () => ctx.appId && ctx.go(ctx.appId, name));
+  byId('show-register').addEventListener('click', () => {
+    window.location.hash = '#/register';
+  });
+  byId('secret-dismiss').addEventListener('click', hideSecret);
+  byId('tool-list-more').addEventListener('click', () => void loadMoreTools(ctx).catch((err) => say(byId('register-error'), detailOf(err))));
+  byId('sign-out').addEventListener('click', () => {
+    clearToken();
+    hideSecret();
+    ctx.appId = null;
+    showSignIn(null);
+  });
+  window.addEventListener('hashchange', () => {
+    if (ctx.identity) void showPlace();
+  });
+
+  const form = byId('sign-in-form');
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const token = byId('sign-in-token').value.trim();
+    void busy(form.querySelector('button[type=submit]'), async () => {
+      setToken(token);
+      try {
+        ctx.identity = await api('GET', '/me');
+      } catch (err) {
+        clearToken();
+        say(byId('sign-in-error'), detailOf(err));
+        return;
+      }
+      byId('sign-in-token').value = '';
+      say(byId('sign-in-error'), null);
+      await signedIn();
+    });
+  });
+
+  if (getToken() === null) {
+    showSignIn(null);
+    return;
+  }
+  try {
+    ctx.identity = await api('GET', '/me');
+  } catch (err) {
+    clearToken();
+    showSignIn(detailOf(err));
+    return;
+  }
+  await signedIn();
+}
+
+void start();
