@@ -10,16 +10,22 @@ import type { Express, NextFunction, Request, Response } from 'express';
 import type { Resolver } from '../rules/endpoint-url.js';
 import { CONTRACT_VERSIONS } from '../rules/locations.js';
 import type { Config } from './config.js';
+import { contract20260819 } from './contracts/2026-08-19/index.js';
+import { contract20260825 } from './contracts/2026-08-25/index.js';
 import { contract20260921 } from './contracts/2026-09-21/index.js';
+import { pinnedContract } from './contracts/pin.js';
 import type { Logger } from './http/log.js';
 import { createLogger } from './http/log.js';
 import type { ContractDefinition } from './http/pipeline.js';
 import { contractPipeline, requestLocals } from './http/pipeline.js';
 import { internalError, isProblem, Problem, PROBLEM_CONTENT_TYPE, reasonPhrase } from './http/problem.js';
 import { requestContext } from './http/request-context.js';
+import { OperationRouter } from './http/routes.js';
 import type { Services } from './http/services.js';
+import { dashboardPipeline, loadPlatformCredential } from './dashboard/index.js';
 import { createFileServices } from './files/index.js';
 import { launchPageRoute } from './launch-page/mount.js';
+import { webDashboardRoute } from './web-dashboard/router.js';
 import { LaunchService } from './launches/service.js';
 import type { Connector } from './outbound/index.js';
 import { createToolHttpClient, systemResolver } from './outbound/index.js';
@@ -35,7 +41,7 @@ export const CURRENT_CONTRACT_VERSION = '2026-09-21';
 export const KNOWN_CONTRACT_VERSIONS: readonly string[] = CONTRACT_VERSIONS;
 
 export interface AppOptions {
-  /** The served contracts by version; defaults to the current contract with its real handlers. */
+  /** The served contracts by version; defaults to all three contracts with their real handlers. */
   contracts?: readonly ContractDefinition[];
   /** Answer /healthz with 503 from now on (the load balancer stops sending new requests). */
   isShuttingDown?: () => boolean;
@@ -81,7 +87,7 @@ function toProblem(err: unknown, log: Logger): Problem {
 }
 
 export function createApp(services: Services, options: AppOptions = {}): Express {
-  const contracts = options.contracts ?? [contract20260921];
+  const contracts = options.contracts ?? [contract20260921, contract20260825, contract20260819];
   const isShuttingDown = options.isShuttingDown ?? (() => false);
   const app = express();
   app.disable('x-powered-by');
@@ -100,6 +106,11 @@ export function createApp(services: Services, options: AppOptions = {}): Express
       }),
     );
   }
+  const routes = new Map(contracts.map((c) => [c.version, new OperationRouter(Object.values(c.operations))]));
+  const hasRoute = (version: string, req: Request): boolean => {
+    const router = routes.get(version);
+    return router !== undefined && router.lookup(req.method, req.path).kind !== 'not_found';
+  };
   const servedVersionOf = (res: Response): string =>
     (res.locals as { contractVersion?: string }).contractVersion ?? CURRENT_CONTRACT_VERSION;
 
@@ -130,36 +141,59 @@ export function createApp(services: Services, options: AppOptions = {}): Express
     }),
   );
 
+  // The dashboard API (L-08, S-07): the platform team's and builders' operations and the Sandbox.
+  app.use(
+    dashboardPipeline(services, {
+      responseValidation: services.config.responseValidation,
+      bodyLimitBytes: services.config.httpBodyLimitBytes,
+    }),
+  );
+
   // The browser launch page (L-08, S-10): HTML, authenticated by its ticket alone.
   app.use(launchPageRoute(services));
+  // The web dashboard's static files under /dashboard/ (L-08); /dashboard/v1 passes through to the API.
+  app.use(webDashboardRoute());
 
-  // Contract selection (NS-18). Seam for the multi-contract dispatch: without the header, the tool's
-  // pinned contract will apply once archived contracts are served; until then the current one does.
-  app.use((req: Request, res: Response, next: NextFunction) => {
-    const header = req.headers['contract-version'];
-    const requested = Array.isArray(header) ? header.join(',') : header?.trim();
-    let version = CURRENT_CONTRACT_VERSION;
-    if (requested !== undefined) {
-      if (!KNOWN_CONTRACT_VERSIONS.includes(requested)) {
-        sendProblem(
-          res,
-          new Problem(
-            400,
-            'unknown_contract_version',
-            `unknown Contract-Version "${requested}"; served versions: ${KNOWN_CONTRACT_VERSIONS.join(', ')}`,
-          ),
-        );
+  // Contract selection (NS-18): the `Contract-Version` header, else the calling tool's pin, else the
+  // current contract. Each contract runs in its own pipeline with its own validator (one per bundled
+  // spec), so requests and responses are judged by the spec of the contract that serves them.
+  app.use(async (req: Request, res: Response, next: NextFunction) => {
+    try {
+      const header = req.headers['contract-version'];
+      const requested = Array.isArray(header) ? header.join(',') : header?.trim();
+      let version: string;
+      if (requested !== undefined) {
+        if (!KNOWN_CONTRACT_VERSIONS.includes(requested)) {
+          sendProblem(
+            res,
+            new Problem(
+              400,
+              'unknown_contract_version',
+              `unknown Contract-Version "${requested}"; served versions: ${KNOWN_CONTRACT_VERSIONS.join(', ')}`,
+            ),
+          );
+          return;
+        }
+        version = requested;
+      } else {
+        const pinned = await pinnedContract(services, req.headers.authorization);
+        version = pinned.version !== null && served.has(pinned.version) ? pinned.version : CURRENT_CONTRACT_VERSION;
+        if (pinned.credential && pinned.version === null && !hasRoute(version, req)) {
+          // A credential that names no tool, on a path only an archived contract has: that contract's
+          // credential step answers its 401, rather than the current contract's 404 (S-37).
+          version = contracts.find((c) => hasRoute(c.version, req))?.version ?? version;
+        }
+      }
+      const pipeline = served.get(version);
+      if (!pipeline) {
+        sendProblem(res, new Problem(400, 'contract_not_served', `contract ${version} is not served by this build`));
         return;
       }
-      version = requested;
+      (res.locals as { contractVersion?: string }).contractVersion = version;
+      pipeline(req, res, next);
+    } catch (err) {
+      next(err);
     }
-    const pipeline = served.get(version);
-    if (!pipeline) {
-      sendProblem(res, new Problem(400, 'contract_not_served', `contract ${version} is not served by this build yet`));
-      return;
-    }
-    (res.locals as { contractVersion?: string }).contractVersion = version;
-    pipeline(req, res, next);
   });
 
   app.use((req: Request, res: Response) => {
@@ -242,7 +276,8 @@ export async function buildServices(config: Config, options: BuildServicesOption
     ...(options.toolConnector ? { connect: options.toolConnector } : {}),
     log,
   });
-  return { store, config, signer, clock, log, launches, blobs, files, publisher, outbound };
+  const platformCredential = loadPlatformCredential(config, log);
+  return { store, config, signer, clock, log, launches, blobs, files, publisher, outbound, platformCredential };
 }
 
 export interface RunningService {

@@ -40,6 +40,11 @@ export interface Config {
   databasePoolSize: number;
   /** `BLOB_STORE`: `local` (default) or `postgres` (needs `DATABASE_URL`). */
   blobStore: BlobStoreKind;
+  /**
+   * `PLATFORM_TOKEN`: the platform team's dashboard credential (decision S-07), at least 32 characters.
+   * Null: generated at first start into `DATA_DIR/platform-token` and reused afterwards.
+   */
+  platformToken: string | null;
 }
 
 export class ConfigError extends Error {
@@ -157,6 +162,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
   const locationsTimeoutMs = parseIntIn('LOCATIONS_TIMEOUT_MS', env['LOCATIONS_TIMEOUT_MS'], 30_000, 100, 30_000, problems);
   const provisionTimeoutMs = parseIntIn('PROVISION_TIMEOUT_MS', env['PROVISION_TIMEOUT_MS'], 10_000, 100, 10_000, problems);
   const database = readDatabase(env, problems);
+  const platformToken = env['PLATFORM_TOKEN']?.trim() || null;
+  if (platformToken !== null && (platformToken.length < 32 || /[^\x21-\x7e]/.test(platformToken))) {
+    // A short or oddly spelled operator credential is a typo or a weak secret; neither should start.
+    problems.push('PLATFORM_TOKEN must be at least 32 printable ASCII characters with no spaces');
+  }
   if (allowLoopbackTools && nodeEnv === 'production') {
     problems.push('ALLOW_LOOPBACK_TOOLS must not be on when NODE_ENV=production');
   }
@@ -176,6 +186,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
     shutdownGraceMs,
     nodeEnv,
     ...database,
+    platformToken,
   };
 }
 

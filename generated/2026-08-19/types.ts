@@ -35,7 +35,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the stored locations */
+        /**
+         * List the stored locations
+         * @description Only locations stored in the service are listed and managed here; a location the tool serves from a
+         *     locations URL is `Location not found` to these operations (decision S-38).
+         */
         get: operations["listLocations"];
         put?: never;
         /**
@@ -98,7 +102,9 @@ export interface paths {
          *     one grade per launch. Publication to the LMS gradebook happens within the request, so the answer is
          *     200 with `sync_status` `synced`, or `failed` with the reason in `sync_error` (decision NS-19); a failed
          *     grade is retried by posting the same launch again. The tool's `grades_released` setting is passed to the
-         *     gradebook as the score's visibility (decision NS-02).
+         *     gradebook as the score's visibility (decision NS-02). Every publication is also recorded as a grade
+         *     attempt of the launch's member and location, so the dashboard's grade history lists it (decisions S-13,
+         *     S-39).
          *
          *     There is no `max_score` in this contract (422 `unknown field: max_score`, decision GAP-42), and Test-tab
          *     trial launch IDs are accepted only from 2026-08-25 on (decision GAP-43): here they are unknown launches.
@@ -482,7 +488,12 @@ export interface components {
             params?: {
                 [key: string]: string;
             };
-            /** @description Sort position in the picker; defaults to the end of the list. Not an integer: 422 `order must be an integer` (decision GAP-41). */
+            /**
+             * @description Sort position in the picker; defaults to one past the largest, kept at the top value once reached
+             *     (equal positions keep creation order). Not an integer: 422 `order must be an integer` (decision
+             *     GAP-41); outside the range: 422 `order must be an integer from -2147483648 to 2147483647` (decision
+             *     S-38).
+             */
             order?: number;
         };
         /**
@@ -498,7 +509,10 @@ export interface components {
             params?: {
                 [key: string]: string;
             };
-            /** @description Not an integer: 422 `order must be an integer` (decision GAP-41). */
+            /**
+             * @description Not an integer: 422 `order must be an integer` (decision GAP-41); outside the range: 422 `order must be
+             *     an integer from -2147483648 to 2147483647` (decision S-38).
+             */
             order?: number;
         };
         /**

@@ -35,7 +35,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the stored locations */
+        /**
+         * List the stored locations
+         * @description Only locations stored in the service are listed and managed here; a location the tool serves from a
+         *     locations URL is `Location not found` to these operations (decision S-38).
+         */
         get: operations["listLocations"];
         put?: never;
         /**
@@ -120,11 +124,14 @@ export interface paths {
          *     one grade per launch. Publication to the LMS gradebook happens within the request, so the answer is
          *     200 with `sync_status` `synced`, or `failed` with the reason in `sync_error` (decision NS-19); a failed
          *     grade is retried by posting the same launch again. The tool's `grades_released` setting is passed to the
-         *     gradebook as the score's visibility (decision NS-02).
+         *     gradebook as the score's visibility (decision NS-02). Every publication is also recorded as a grade
+         *     attempt of the launch's member and location, so the dashboard's grade history lists it (decisions S-13,
+         *     S-39).
          *
          *     A trial launch ID from the dashboard's Test tab answers 200 with the record as it would be (`grade_id`
          *     prefixed `trial_`, `sync_status` `synced`, `synced_at` equal to `submitted_at`); nothing is stored or
-         *     published (decision GAP-43).
+         *     published (decision GAP-43). A trial launch is one made in the tool's own Sandbox course; it goes through
+         *     the same body, launch and eligibility checks first, so the Test tab shows the same 422s (decision S-39).
          *
          *     Checks run in this order: the API key (401), the body's fields (422), the launch (404 `Launch not
          *     found`), then the launch's eligibility (422: not an assessment, then no grade passback).

@@ -20,7 +20,8 @@ import { writeResult } from './registry.js';
 import { OperationRouter } from './routes.js';
 import type { OperationEntry } from './routes.js';
 import type { Services } from './services.js';
-import { failuresFromValidatorError, mapValidationFailures } from './validation-errors.js';
+import type { MappingRule } from './validation-errors.js';
+import { failuresFromValidatorError, MAPPING_RULES, mapValidationFailures } from './validation-errors.js';
 
 /** A handler of any operation, as the pipeline sees it; type safety lives in `Handlers<...>`. */
 export interface AnyHandler {
@@ -41,6 +42,11 @@ export interface ContractDefinition {
    * An API with its own scheme (the Sandbox LMS's OAuth tokens) authenticates in its handlers instead.
    */
   authenticate?: 'contract' | 'handler';
+  /**
+   * The contract's own validator-failure messages, tried before the shared table (`MAPPING_RULES`): the
+   * archived management and grade operations word their 422s themselves.
+   */
+  validationRules?: readonly MappingRule[];
 }
 
 export interface PipelineOptions {
@@ -174,6 +180,7 @@ export function contractPipeline(contract: ContractDefinition, services: Service
   const router = new OperationRouter(operations);
   const shapes = operationShapes(contract.spec, operations);
   const validate = validatorRunner(contract.spec, options.responseValidation);
+  const rules = contract.validationRules ? [...contract.validationRules, ...MAPPING_RULES] : MAPPING_RULES;
   for (const op of operations) {
     if (typeof contract.handlers[op.id] !== 'function') throw new Error(`contract ${contract.version}: no handler for ${op.id}`);
   }
@@ -238,7 +245,7 @@ export function contractPipeline(contract: ContractDefinition, services: Service
         }
         if (body === undefined) {
           if (kind.required) {
-            throw mapValidationFailures(operation, [{ path: '/body', keyword: 'required', message: 'request body is required' }], undefined);
+            throw mapValidationFailures(operation, [{ path: '/body', keyword: 'required', message: 'request body is required' }], undefined, rules);
           }
           // An absent optional body is not a body of the declared media type.
           delete req.headers['content-type'];
@@ -251,7 +258,7 @@ export function contractPipeline(contract: ContractDefinition, services: Service
           await validate(req, res, (err) => next(err));
         } catch (err) {
           if (isValidatorError(err) && err.status < 500) {
-            throw mapValidationFailures(operation, failuresFromValidatorError(err), body);
+            throw mapValidationFailures(operation, failuresFromValidatorError(err), body, rules);
           }
           throw err;
         }

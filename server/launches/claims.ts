@@ -1,8 +1,11 @@
 /**
  * The claims of the tokens the service sends tools, as pure functions of the records a launch (or a
  * provision or locations request) gathered and the contract the tool is pinned to (decision NS-18).
- * Only the current contract's shapes exist yet; the archived ones are added here, beside them.
+ * Each contract's shape is built claim by claim from its own schema's types, so a claim a contract does
+ * not have cannot be sent to a tool pinned to it (S-16, GAP-45, GAP-46).
  */
+import type { components as Components0819 } from '../../generated/2026-08-19/types.js';
+import type { components as Components0825 } from '../../generated/2026-08-25/types.js';
 import type { components } from '../../generated/2026-09-21/types.js';
 import type {
   AppRecord,
@@ -20,15 +23,39 @@ export type LaunchClaims = components['schemas']['LaunchClaims'];
 export type ProvisionClaims = components['schemas']['ProvisionClaims'];
 export type LocationsClaims = components['schemas']['LocationsClaims'];
 
+export type LaunchClaims20260825 = Components0825['schemas']['LaunchClaims'];
+export type ProvisionClaims20260825 = Components0825['schemas']['ProvisionClaims'];
+export type LocationsClaims20260825 = Components0825['schemas']['LocationsClaims'];
+export type LaunchClaims20260819 = Components0819['schemas']['LaunchClaims'];
+
+/** What a launch sends, by the tool's pin. */
+export type AnyLaunchClaims = LaunchClaims | LaunchClaims20260825 | LaunchClaims20260819;
+/** 2026-08-19 has no provision or locations requests (the service sends such a tool launches only). */
+export type AnyProvisionClaims = ProvisionClaims | ProvisionClaims20260825;
+export type AnyLocationsClaims = LocationsClaims | LocationsClaims20260825;
+
 export const CURRENT_CONTRACT = '2026-09-21';
+/** Every contract whose tokens this module shapes. */
+export const SHAPED_CONTRACTS = ['2026-09-21', '2026-08-25', '2026-08-19'] as const;
 
 /** A token's life (decision GAP-32). */
 export const TOKEN_LIFETIME_SECONDS = 300;
 
 export class UnsupportedContractError extends Error {
-  constructor(readonly version: string) {
-    super(`contract ${version} is not served by this build yet`);
+  constructor(
+    readonly version: string,
+    message = `contract ${version} is not served by this build yet`,
+  ) {
+    super(message);
     this.name = 'UnsupportedContractError';
+  }
+}
+
+/** The request does not exist in the tool's contract (2026-08-19 has no provision or locations requests, S-40). */
+export class NoSuchRequestError extends UnsupportedContractError {
+  constructor(version: string, request: 'provision' | 'locations') {
+    super(version, `contract ${version} has no ${request} requests`);
+    this.name = 'NoSuchRequestError';
   }
 }
 
@@ -113,17 +140,37 @@ function personalData(user: UserRecord | null, groups: readonly string[] | null)
   };
 }
 
-function requireCurrent(version: string): void {
-  if (version !== CURRENT_CONTRACT) throw new UnsupportedContractError(version);
+/** Narrows what a launch sent to the current contract's shape (the only one with `files`). */
+export function isCurrentLaunchClaims(claims: AnyLaunchClaims): claims is LaunchClaims {
+  return 'files' in claims;
 }
 
-export function launchClaims(r: LaunchClaimRecords, version: string): LaunchClaims {
-  requireCurrent(version);
+function requireShaped(version: string): void {
+  if (!(SHAPED_CONTRACTS as readonly string[]).includes(version)) throw new UnsupportedContractError(version);
+}
+
+/**
+ * 2026-08-19 `user.role` (S-16): the most privileged mapped group, `student` when none maps, so a member
+ * with no group is treated as the student rule treats them (no personal data).
+ */
+export function roleOf(groups: readonly MemberGroup[]): 'student' | 'instructor' | 'assistant' | 'manager' {
+  for (const role of ['manager', 'instructor', 'assistant'] as const) if (groups.includes(role)) return role;
+  return 'student';
+}
+
+/** `grade_passback` (archived) and a non-null `grade.submit` (current) are true exactly together. */
+function gradePassback(r: LaunchClaimRecords): boolean {
+  return r.placed.entry.type === 'assessment' && r.hasLineItem;
+}
+
+export function launchClaims(r: LaunchClaimRecords, version: string): AnyLaunchClaims {
+  requireShaped(version);
+  if (version === '2026-08-25') return launchClaims20260825(r);
+  if (version === '2026-08-19') return launchClaims20260819(r);
   const appId = r.app.id;
   const contextId = r.context.id;
   const locationId = r.placed.location.id;
   const storage = r.urls.rows(contextId, appId, locationId, r.memberId);
-  const assessment = r.placed.entry.type === 'assessment';
   return {
     ...times(r.nowMs),
     iss: r.urls.origin,
@@ -143,9 +190,42 @@ export function launchClaims(r: LaunchClaimRecords, version: string): LaunchClai
     launch_id: r.launchId,
     location: locationClaim(r.placed),
     resource_link: r.resourceLink,
-    grade: { submit: assessment && r.hasLineItem ? r.urls.score(contextId, appId, locationId, r.memberId) : null },
+    grade: { submit: gradePassback(r) ? r.urls.score(contextId, appId, locationId, r.memberId) : null },
     storage,
     files: r.urls.files(storage),
+    provision: {
+      context: r.urls.provisionContext(contextId, appId),
+      location: r.urls.provisionLocation(contextId, appId, locationId),
+    },
+  } satisfies LaunchClaims;
+}
+
+/** 2026-08-25: `grade_passback` where `grade` is, no `files`; otherwise the current shape. */
+function launchClaims20260825(r: LaunchClaimRecords): LaunchClaims20260825 {
+  const appId = r.app.id;
+  const contextId = r.context.id;
+  const locationId = r.placed.location.id;
+  return {
+    ...times(r.nowMs),
+    iss: r.urls.origin,
+    aud: appId,
+    jti: r.jti,
+    api: { domain: r.urls.apiDomain, token: r.apiToken },
+    app: appId,
+    context: contextId,
+    course: courseClaim(r.context),
+    organization: organizationClaim(r.organization),
+    user: {
+      id: r.user.id,
+      member: r.memberId,
+      groups: [...r.groups],
+      ...personalData(r.user, r.groups),
+    },
+    launch_id: r.launchId,
+    location: locationClaim(r.placed),
+    resource_link: r.resourceLink,
+    grade_passback: gradePassback(r),
+    storage: r.urls.rows(contextId, appId, locationId, r.memberId),
     provision: {
       context: r.urls.provisionContext(contextId, appId),
       location: r.urls.provisionLocation(contextId, appId, locationId),
@@ -153,8 +233,45 @@ export function launchClaims(r: LaunchClaimRecords, version: string): LaunchClai
   };
 }
 
-export function provisionClaims(r: ProvisionClaimRecords, version: string): ProvisionClaims {
-  requireCurrent(version);
+/**
+ * 2026-08-19: `user.role` and no `member`, `resource_link_id`, `organization.id` (the later `deployment`),
+ * no `context` or `provision`, and a location with `params` and no `extid`, carrying the stored location's
+ * current values because that contract's changes apply at once (S-16, GAP-45).
+ */
+function launchClaims20260819(r: LaunchClaimRecords): LaunchClaims20260819 {
+  const appId = r.app.id;
+  const contextId = r.context.id;
+  const location = r.placed.location;
+  const role = roleOf(r.groups);
+  const staff = role !== 'student';
+  return {
+    ...times(r.nowMs),
+    iss: r.urls.origin,
+    aud: appId,
+    jti: r.jti,
+    api: { domain: r.urls.apiDomain, token: r.apiToken },
+    app: appId,
+    course: courseClaim(r.context),
+    organization: { title: r.organization.title, issuer: r.organization.issuer, client: r.organization.client, id: r.organization.deployment },
+    user: {
+      id: r.user.id,
+      role,
+      given_name: staff ? r.user.givenName : null,
+      family_name: staff ? r.user.familyName : null,
+      full_name: staff ? r.user.fullName : null,
+      email: staff ? r.user.email : null,
+    },
+    launch_id: r.launchId,
+    location: { id: location.id, type: location.type, label: location.label, params: { ...(location.params ?? {}) } },
+    resource_link_id: r.resourceLink,
+    grade_passback: gradePassback(r),
+    storage: r.urls.rows(contextId, appId, location.id, r.memberId),
+  };
+}
+
+export function provisionClaims(r: ProvisionClaimRecords, version: string): AnyProvisionClaims {
+  requireShaped(version);
+  if (version === '2026-08-19') throw new NoSuchRequestError(version, 'provision');
   const appId = r.app.id;
   const contextId = r.context.id;
   const locationId = r.placed?.location.id ?? null;
@@ -166,7 +283,7 @@ export function provisionClaims(r: ProvisionClaimRecords, version: string): Prov
     storage.parent_context = r.urls.contextRow(parent, appId);
     if (locationId !== null) storage.parent_location = r.urls.locationRow(parent, appId, locationId);
   }
-  return {
+  const claims = {
     ...times(r.nowMs),
     iss: r.urls.origin,
     aud: appId,
@@ -178,16 +295,23 @@ export function provisionClaims(r: ProvisionClaimRecords, version: string): Prov
     organization: organizationClaim(r.organization),
     location: r.placed === null ? null : locationClaim(r.placed),
     storage,
-    files: { context: r.urls.filesOf(contextRow), location: locationRow === null ? null : r.urls.filesOf(locationRow) },
     provision: {
       context: r.urls.provisionContext(contextId, appId),
       location: locationId === null ? null : r.urls.provisionLocation(contextId, appId, locationId),
     },
-  };
+  } satisfies ProvisionClaims20260825;
+  // 2026-08-25 is the current shape without `files` (no files before 2026-09-21).
+  if (version === '2026-08-25') return claims;
+  return {
+    ...claims,
+    files: { context: r.urls.filesOf(contextRow), location: locationRow === null ? null : r.urls.filesOf(locationRow) },
+  } satisfies ProvisionClaims;
 }
 
-export function locationsClaims(r: LocationsClaimRecords, version: string): LocationsClaims {
-  requireCurrent(version);
+export function locationsClaims(r: LocationsClaimRecords, version: string): AnyLocationsClaims {
+  requireShaped(version);
+  if (version === '2026-08-19') throw new NoSuchRequestError(version, 'locations');
+  // The same claims in 2026-08-25 and 2026-09-21: the request did not change between them.
   return {
     ...times(r.nowMs),
     iss: r.urls.origin,
@@ -203,5 +327,5 @@ export function locationsClaims(r: LocationsClaimRecords, version: string): Loca
       groups: r.groups === null ? null : [...r.groups],
       ...personalData(r.user, r.groups),
     },
-  };
+  } satisfies LocationsClaims & LocationsClaims20260825;
 }

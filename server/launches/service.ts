@@ -24,7 +24,7 @@ import type {
 } from '../store/index.js';
 import { createLineItem } from '../sandbox-lms/gradebook.js';
 import type { Signer } from '../signing/signer.js';
-import type { LaunchClaims, LocationsClaims, PlacedLocation, ProvisionClaims } from './claims.js';
+import type { AnyLaunchClaims, AnyLocationsClaims, AnyProvisionClaims, PlacedLocation } from './claims.js';
 import { launchClaims, locationsClaims, provisionClaims } from './claims.js';
 import { groupsFromLmsRoles } from './groups.js';
 import { ServiceUrls } from './urls.js';
@@ -87,7 +87,8 @@ export interface LaunchInput {
 }
 
 export interface LaunchOutcome {
-  claims: LaunchClaims;
+  /** Shaped by the tool's pinned contract (or `contractVersion`), claim by claim. */
+  claims: AnyLaunchClaims;
   /** The signed `launch_data` JWT. */
   token: string;
   /** The opaque `api.token` (only here; the store keeps its digest). */
@@ -116,7 +117,7 @@ export interface ProvisionRequestInput {
 }
 
 export interface ProvisionRequestOutcome {
-  claims: ProvisionClaims;
+  claims: AnyProvisionClaims;
   token: string;
   apiToken: string;
   apiTokenRecord: ApiTokenRecord;
@@ -322,7 +323,7 @@ export class LaunchService {
   }
 
   /** The claims and token of a locations request; it grants no API access (`api.token` null). */
-  async locationsRequest(input: LocationsRequestInput): Promise<{ claims: LocationsClaims; token: string }> {
+  async locationsRequest(input: LocationsRequestInput): Promise<{ claims: AnyLocationsClaims; token: string }> {
     const app = await this.store.apps.get(input.appId);
     if (!app) throw new LaunchError('unknown_app', `no tool ${input.appId}`);
     const context = await this.store.contexts.get(input.contextId);

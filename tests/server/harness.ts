@@ -29,6 +29,7 @@ import type { ContractDefinition } from '../../server/http/pipeline.js';
 import { createLogger } from '../../server/http/log.js';
 import type { Services } from '../../server/http/services.js';
 import type { LaunchClaims } from '../../server/launches/claims.js';
+import { isCurrentLaunchClaims } from '../../server/launches/claims.js';
 import type { LaunchOutcome, OrganizationInput } from '../../server/launches/service.js';
 import { ensureSandboxSchool } from '../../server/sandbox-lms/school.js';
 import type {
@@ -452,7 +453,9 @@ export async function launch(server: Pick<TestServer, 'services'>, options: Laun
       resourceLink: options.placed.placement.resourceLink,
     },
   });
-  return { ...outcome, auth: `Bearer ${outcome.apiToken}` };
+  // The claims follow the tool's pin; this helper serves tools pinned to the current contract.
+  if (!isCurrentLaunchClaims(outcome.claims)) throw new Error(`launch(): tool pinned to ${outcome.app.contractVersion}`);
+  return { ...outcome, claims: outcome.claims, auth: `Bearer ${outcome.apiToken}` };
 }
 
 /** Reads a problem body and checks its envelope basics, for terse assertions. */

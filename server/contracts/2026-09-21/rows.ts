@@ -16,7 +16,7 @@ import { InvalidRowBodyError, RowTooLargeError, rowMaxBytes } from '../../store/
 import { applyPatch, validatePatchShape } from '../../../rules/json-patch.js';
 import type { PatchOperation } from '../../../rules/json-patch.js';
 
-type RowOperationId =
+export type RowOperationId =
   | 'getContextRow'
   | 'putContextRow'
   | 'patchContextRow'
@@ -34,6 +34,15 @@ type RowOperationId =
 interface RowRequest {
   services: Services;
   guarded: RowGuardResult;
+}
+
+/** How a contract's rows differ; every other rule of the rows is the same in all three contracts. */
+export interface RowRules {
+  /**
+   * Context and location rows wait for their level's provision PUT (2026-09-21, 2026-08-25). 2026-08-19
+   * has no provisioning: every level is ready when first needed, and no row answers "not provisioned".
+   */
+  provisioning: boolean;
 }
 
 /** The row's object as the response body; `{}` for a row never written. */
@@ -78,8 +87,8 @@ export async function requireProvisioned(store: Store, key: RowKey): Promise<voi
 
 // --- the operations --------------------------------------------------------------------------------
 
-async function readRow({ services, guarded }: RowRequest): Promise<RowBody> {
-  await requireProvisioned(services.store, guarded.key);
+async function readRow({ services, guarded }: RowRequest, rules: RowRules): Promise<RowBody> {
+  if (rules.provisioning) await requireProvisioned(services.store, guarded.key);
   // Stored as compact JSON text and parsed once to go through the response validator; serializing it
   // again gives back the same text, key order included (decision GAP-37).
   return JSON.parse(await services.store.rows.getRow(guarded.key)) as RowBody;
@@ -90,14 +99,14 @@ export function compactJsonBytes(value: unknown): number {
   return Buffer.byteLength(JSON.stringify(value), 'utf8');
 }
 
-async function replaceRow({ services, guarded }: RowRequest, body: unknown): Promise<void> {
+async function replaceRow({ services, guarded }: RowRequest, body: unknown, rules: RowRules): Promise<void> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new Problem(422, 'invalid_row_body', 'a row holds one JSON object: the body must be a JSON object');
   }
   const maxBytes = rowMaxBytes(guarded.key.kind);
   const size = compactJsonBytes(body);
   if (size > maxBytes) throw rowTooLarge(guarded.key.kind, size, maxBytes);
-  await requireProvisioned(services.store, guarded.key);
+  if (rules.provisioning) await requireProvisioned(services.store, guarded.key);
   try {
     await services.store.rows.putRow(guarded.key, body as JsonObject, { maxBytes });
   } catch (err) {
@@ -113,14 +122,14 @@ class PatchRefused extends Error {
   }
 }
 
-async function patchRow({ services, guarded }: RowRequest, body: unknown): Promise<void> {
+async function patchRow({ services, guarded }: RowRequest, body: unknown, rules: RowRules): Promise<void> {
   const shape = validatePatchShape(body);
   if (!shape.ok) {
     throw new Problem(422, 'invalid_patch', shape.message, {
       errors: shape.errors.map((e) => ({ path: `/body${e.path}`, message: e.message })),
     });
   }
-  await requireProvisioned(services.store, guarded.key);
+  if (rules.provisioning) await requireProvisioned(services.store, guarded.key);
   const maxBytes = rowMaxBytes(guarded.key.kind);
   const patch: readonly PatchOperation[] = shape.patch;
   try {
@@ -156,47 +165,38 @@ async function patchRow({ services, guarded }: RowRequest, body: unknown): Promi
 
 type Ops = operations;
 
-export const rowHandlers: Pick<Handlers<Ops>, RowOperationId> = {
-  getContextRow: withGuard(rowGuard<Ops['getContextRow']>('context'), async (ctx) => ({ status: 200, body: await readRow(ctx) })),
-  putContextRow: withGuard(rowGuard<Ops['putContextRow']>('context'), async (ctx) => {
-    await replaceRow(ctx, ctx.body);
-    return { status: 204 };
-  }),
-  patchContextRow: withGuard(rowGuard<Ops['patchContextRow']>('context'), async (ctx) => {
-    await patchRow(ctx, ctx.body);
-    return { status: 204 };
-  }),
+/**
+ * The twelve row handlers under one contract's rules. Typed by the current contract's operations; the
+ * archived contracts' row operations come from the same path files, and their indexes check that these
+ * handlers satisfy their own generated types too.
+ */
+export function rowHandlersFor(rules: RowRules): Pick<Handlers<Ops>, RowOperationId> {
+  const read = async (ctx: RowRequest) => ({ status: 200 as const, body: await readRow(ctx, rules) });
+  const replace = async (ctx: RowRequest & { body: unknown }) => {
+    await replaceRow(ctx, ctx.body, rules);
+    return { status: 204 as const };
+  };
+  const patch = async (ctx: RowRequest & { body: unknown }) => {
+    await patchRow(ctx, ctx.body, rules);
+    return { status: 204 as const };
+  };
+  return {
+    getContextRow: withGuard(rowGuard<Ops['getContextRow']>('context'), read),
+    putContextRow: withGuard(rowGuard<Ops['putContextRow']>('context'), replace),
+    patchContextRow: withGuard(rowGuard<Ops['patchContextRow']>('context'), patch),
 
-  getLocationRow: withGuard(rowGuard<Ops['getLocationRow']>('location'), async (ctx) => ({ status: 200, body: await readRow(ctx) })),
-  putLocationRow: withGuard(rowGuard<Ops['putLocationRow']>('location'), async (ctx) => {
-    await replaceRow(ctx, ctx.body);
-    return { status: 204 };
-  }),
-  patchLocationRow: withGuard(rowGuard<Ops['patchLocationRow']>('location'), async (ctx) => {
-    await patchRow(ctx, ctx.body);
-    return { status: 204 };
-  }),
+    getLocationRow: withGuard(rowGuard<Ops['getLocationRow']>('location'), read),
+    putLocationRow: withGuard(rowGuard<Ops['putLocationRow']>('location'), replace),
+    patchLocationRow: withGuard(rowGuard<Ops['patchLocationRow']>('location'), patch),
 
-  getMemberRow: withGuard(rowGuard<Ops['getMemberRow']>('member'), async (ctx) => ({ status: 200, body: await readRow(ctx) })),
-  putMemberRow: withGuard(rowGuard<Ops['putMemberRow']>('member'), async (ctx) => {
-    await replaceRow(ctx, ctx.body);
-    return { status: 204 };
-  }),
-  patchMemberRow: withGuard(rowGuard<Ops['patchMemberRow']>('member'), async (ctx) => {
-    await patchRow(ctx, ctx.body);
-    return { status: 204 };
-  }),
+    getMemberRow: withGuard(rowGuard<Ops['getMemberRow']>('member'), read),
+    putMemberRow: withGuard(rowGuard<Ops['putMemberRow']>('member'), replace),
+    patchMemberRow: withGuard(rowGuard<Ops['patchMemberRow']>('member'), patch),
 
-  getMemberLocationRow: withGuard(rowGuard<Ops['getMemberLocationRow']>('member_location'), async (ctx) => ({
-    status: 200,
-    body: await readRow(ctx),
-  })),
-  putMemberLocationRow: withGuard(rowGuard<Ops['putMemberLocationRow']>('member_location'), async (ctx) => {
-    await replaceRow(ctx, ctx.body);
-    return { status: 204 };
-  }),
-  patchMemberLocationRow: withGuard(rowGuard<Ops['patchMemberLocationRow']>('member_location'), async (ctx) => {
-    await patchRow(ctx, ctx.body);
-    return { status: 204 };
-  }),
-};
+    getMemberLocationRow: withGuard(rowGuard<Ops['getMemberLocationRow']>('member_location'), read),
+    putMemberLocationRow: withGuard(rowGuard<Ops['putMemberLocationRow']>('member_location'), replace),
+    patchMemberLocationRow: withGuard(rowGuard<Ops['patchMemberLocationRow']>('member_location'), patch),
+  };
+}
+
+export const rowHandlers = rowHandlersFor({ provisioning: true });

@@ -81,6 +81,11 @@ export class LaunchGradesRepo {
     comment?: string;
     activityProgress?: ActivityProgress;
     gradingProgress?: GradingProgress;
+    /**
+     * The submission's time when the caller reserved it (`attempts.reserveSubmitted`), so the grade and
+     * the attempt its publication records carry the same instant; still moved past the previous one.
+     */
+    submittedUs?: number;
   }): Promise<LaunchGradeRecord> {
     return this.ctx.db.transaction(async (tx) => {
       await tx.get(`SELECT id FROM launches WHERE id = ?${tx.forUpdate}`, [input.launchId]);
@@ -89,7 +94,7 @@ export class LaunchGradesRepo {
         [input.launchId],
       );
       const now = this.ctx.clock.nowMs();
-      const current = nowUs(this.ctx.clock);
+      const current = input.submittedUs ?? nowUs(this.ctx.clock);
       const submittedUs = existing ? Math.max(current, existing.submitted_us + 1) : current;
       const values = [
         input.score,
@@ -120,18 +125,26 @@ export class LaunchGradesRepo {
     });
   }
 
-  async markSynced(id: string): Promise<LaunchGradeRecord | null> {
+  /**
+   * With `submittedUs`, only the submission of that instant is marked: a resubmission that reset the grade
+   * to pending meanwhile keeps its own state until its own publication answers.
+   */
+  async markSynced(id: string, submittedUs?: number): Promise<LaunchGradeRecord | null> {
     await this.ctx.db.run(
-      "UPDATE launch_grades SET sync_status = 'synced', sync_error = NULL, synced_us = ?, updated_at = ? WHERE id = ?",
-      [nowUs(this.ctx.clock), this.ctx.clock.nowMs(), id],
+      `UPDATE launch_grades SET sync_status = 'synced', sync_error = NULL, synced_us = ?, updated_at = ? WHERE id = ?${
+        submittedUs === undefined ? '' : ' AND submitted_us = ?'
+      }`,
+      [nowUs(this.ctx.clock), this.ctx.clock.nowMs(), id, ...(submittedUs === undefined ? [] : [submittedUs])],
     );
     return this.get(id);
   }
 
-  async markFailed(id: string, error: string): Promise<LaunchGradeRecord | null> {
+  async markFailed(id: string, error: string, submittedUs?: number): Promise<LaunchGradeRecord | null> {
     await this.ctx.db.run(
-      "UPDATE launch_grades SET sync_status = 'failed', sync_error = ?, synced_us = NULL, updated_at = ? WHERE id = ?",
-      [error, this.ctx.clock.nowMs(), id],
+      `UPDATE launch_grades SET sync_status = 'failed', sync_error = ?, synced_us = NULL, updated_at = ? WHERE id = ?${
+        submittedUs === undefined ? '' : ' AND submitted_us = ?'
+      }`,
+      [error, this.ctx.clock.nowMs(), id, ...(submittedUs === undefined ? [] : [submittedUs])],
     );
     return this.get(id);
   }

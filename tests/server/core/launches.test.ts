@@ -4,6 +4,7 @@
  */
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isCurrentLaunchClaims, roleOf, UnsupportedContractError } from '../../../server/launches/claims.js';
 import { groupsFromLmsRoles } from '../../../server/launches/groups.js';
 import type { PlacedLocation, TestServer, Tool } from '../harness.js';
 import { createTool, launch, placeLocation, startServer } from '../harness.js';
@@ -106,14 +107,14 @@ describe('what a launch records', () => {
     expect(first.newOrganization).toBe(true);
     expect(first.newPlacement).toBe(true);
     expect(first.member.groups).toEqual(['student']);
-    expect(first.claims.resource_link).toBe('rl-essay-1');
+    expect('resource_link' in first.claims && first.claims.resource_link).toBe('rl-essay-1');
     expect(claimErrors('LaunchClaims', first.claims)).toEqual([]);
     const second = await server.services.launches.launch({ ...input, user: { externalId: 'lms-user-2', roles: ['Instructor'] } });
     expect(second.newOrganization).toBe(false);
     expect(second.newPlacement).toBe(false);
     expect(second.organization.id).toBe(first.organization.id);
     expect(second.placement.id).toBe(first.placement.id);
-    expect(second.claims.resource_link).toBe('rl-essay-1');
+    expect('resource_link' in second.claims && second.claims.resource_link).toBe('rl-essay-1');
     // Member rows are open from the first launch: the student's own row answers at once.
     const row = await fetch(first.claims.storage.member, { headers: { Authorization: `Bearer ${first.apiToken}` } });
     expect(row.status).toBe(200);
@@ -190,5 +191,45 @@ describe('provision and locations claims', () => {
     expect(anonymous.claims.user).toEqual({ id: null, member: null, groups: null, given_name: null, family_name: null, full_name: null, email: null });
     const jwks = createRemoteJWKSet(new URL(`${server.url}/.well-known/jwks.json`));
     await expect(jwtVerify(withUser.token, jwks, { issuer: server.url, audience: tool.app.id })).resolves.toBeTruthy();
+  });
+});
+
+describe('claims by the tool’s pin (NS-18)', () => {
+  it('2026-08-19 user.role: the most privileged mapped group, student when none maps (S-16)', () => {
+    expect(roleOf([])).toBe('student');
+    expect(roleOf(['student'])).toBe('student');
+    expect(roleOf(['assistant', 'student'])).toBe('assistant');
+    expect(roleOf(['assistant', 'instructor'])).toBe('instructor');
+    expect(roleOf(['instructor', 'manager'])).toBe('manager');
+  });
+
+  it('a pin no contract has is refused rather than shaped as another contract', async () => {
+    const pinned = await server.services.store.apps.create({ name: 'Pinned far', hosting: 'self_hosted', contractVersion: '2025-01-01' });
+    const location = (await server.services.store.locations.syncServed(pinned.app.id, [{ extid: 'x', type: 'content', label: 'X' }]))[0]!;
+    await expect(
+      server.services.launches.launch({
+        organization: { issuer: 'https://lms.pin.edu', client: 'c', deployment: 'd', title: 'Pin U' },
+        course: { externalId: 'PIN-1', name: 'Pins' },
+        user: { externalId: 'u1', groups: ['student'] },
+        placement: { appId: pinned.app.id, locationId: location.id, resourceLink: 'rl-pin-1' },
+      }),
+    ).rejects.toBeInstanceOf(UnsupportedContractError);
+  });
+
+  it('the same launch shaped for each contract: isCurrentLaunchClaims tells the current shape apart', async () => {
+    const outcomes = [];
+    for (const contractVersion of ['2026-09-21', '2026-08-25', '2026-08-19']) {
+      outcomes.push(
+        await server.services.launches.launch({
+          organization: quiz.organizationInput,
+          course: { contextId: quiz.context.id },
+          user: { externalId: 'u2', groups: ['instructor'] },
+          placement: { appId: tool.app.id, locationId: quiz.location.id, resourceLink: quiz.placement.resourceLink },
+          contractVersion,
+        }),
+      );
+    }
+    expect(outcomes.map((o) => isCurrentLaunchClaims(o.claims))).toEqual([true, false, false]);
+    expect(outcomes.map((o) => ('grade_passback' in o.claims ? o.claims.grade_passback : null))).toEqual([null, true, true]);
   });
 });
