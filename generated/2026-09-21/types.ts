@@ -3792,7 +3792,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "*/*": string;
+                    "*/*": unknown;
                 };
             };
             /** @description The URL expired, or its token was altered. */

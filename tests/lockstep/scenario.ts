@@ -95,12 +95,12 @@ export function expectProblem(error: Problem | undefined, name: string): void {
 /** A fresh copy of what the scenario writes, so each target starts from the same values. */
 const WRITTEN = { answers: { q1: 'B' }, attempt: 1, draft: true };
 const PATCHED = { answers: { q1: 'B', q2: 'D' }, attempt: 2 };
-// CSV, as in the spec's download example. A JSON file would be a finding of its own: the download's spec
-// (`*/*`, `type: string`) makes Prism parse an application/json body and report "Response body must be
-// string" for the service's correct answer, so the proxy turns every JSON download into a 500.
-const SHEET = Buffer.from('question,answer\nq1,B\nq2,D\n');
-const SHEET_KEY = 'answers.csv';
-const SHEET_TYPE = 'text/csv';
+// JSON, the kind of file a tool most often keeps (the quiz's answer sheet). It also keeps the download's spec
+// honest: a schema that demanded a string would make the proxy, which parses a JSON body before checking
+// it, turn the service's correct answer into a 500.
+const SHEET = Buffer.from(JSON.stringify({ answers: { q1: 'B', q2: 'D' } }));
+const SHEET_KEY = 'answers.json';
+const SHEET_TYPE = 'application/json';
 const MISSING_KEY = 'lab-report-week3.pdf';
 /** A location ID no course has (the spec's example ID; the service generates others). */
 const UNKNOWN_LOCATION = 'loc_5n8p2r6t9v1x4z7b3d0f';
@@ -184,7 +184,7 @@ export const scenario: readonly Step[] = [
       const bytes = Buffer.from(await download.arrayBuffer());
       if (t.stateful) {
         expect(data).toMatchObject({ key: SHEET_KEY, size: SHEET.byteLength, content_type: SHEET_TYPE });
-        expect(download.headers.get('content-type')).toMatch(/^text\/csv/);
+        expect(download.headers.get('content-type')).toMatch(/^application\/json/);
         expect(bytes.equals(SHEET)).toBe(true);
       }
     },
