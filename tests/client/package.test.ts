@@ -110,7 +110,7 @@ describe('the packed package', () => {
     await npm(['run', 'build'], repoRoot);
     const packed = JSON.parse(await npm(['pack', '--json', '--pack-destination', workdir], repoRoot)) as { filename: string; files: { path: string }[] }[];
     const paths = packed[0]!.files.map((file) => file.path);
-    expect(paths).toEqual(expect.arrayContaining(['dist/client/index.js', 'dist/client/tool/index.d.ts', 'dist/rules/locations.js', 'dist/generated/2026-09-21/types.d.ts', 'dist/generated/2026-09-21/openapi.json']));
+    expect(paths).toEqual(expect.arrayContaining(['dist/client/index.js', 'dist/client/tool/index.d.ts', 'dist/rules/locations.js', 'dist/generated/2026-09-21/types.d.ts', 'dist/generated/2026-09-21/openapi.json', 'dist/bin/tis.js', 'dist/server/web-dashboard/static/index.html']));
     expect(paths.filter((path) => !path.startsWith('dist/') && path !== 'package.json' && path !== 'README.md')).toEqual([]);
 
     await run('mkdir', ['-p', project]);
@@ -166,5 +166,8 @@ describe('the packed package', () => {
     expect(String(output.server)).toMatch(/node_modules\/tool-integration-service\/dist\/server\/app\.js$/);
     const installed = JSON.parse(await readFile(join(project, 'node_modules', 'tool-integration-service', 'package.json'), 'utf8')) as { exports: Record<string, unknown> };
     expect(Object.keys(installed.exports)).toEqual(expect.arrayContaining(['.', './tool', './server', './types']));
+    // The operators' command, compiled into dist/bin, runs where the package is installed.
+    const help = await run(join(project, 'node_modules', '.bin', 'tis'), ['--help'], { cwd: project });
+    expect(help.stdout).toContain('Usage: tis <command>');
   });
 });
