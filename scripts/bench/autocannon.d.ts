@@ -13,7 +13,8 @@ declare module 'autocannon' {
     p99: number;
   }
   interface Options {
-    url: string;
+    /** Several URLs: connection i goes to url[i % n], as a round-robin balancer would spread them. */
+    url: string | string[];
     method?: 'GET' | 'PUT' | 'PATCH' | 'POST' | 'DELETE';
     headers?: Record<string, string>;
     body?: string;

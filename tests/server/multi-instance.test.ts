@@ -15,6 +15,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PlacedLocation, TestLaunch, TestServer, Tool } from './harness.js';
 import { createTool, dropTestStore, launch, placeLocation, serviceStoreEnv, startServer, TEST_STORE } from './harness.js';
@@ -105,6 +106,8 @@ let tool: Tool;
 let quiz: PlacedLocation;
 let student: TestLaunch;
 let instructor: TestLaunch;
+/** Requests a test makes wait on a held lock on purpose: their 503 is the answer under test, not a failure. */
+const expectedBusy = new Set<string>();
 
 beforeAll(async () => {
   // An empty schema; both instances start on it at once and race to migrate it (one advisory lock wins).
@@ -135,7 +138,10 @@ afterAll(async () => {
   // Graceful shutdown of both, and nothing either instance could not handle.
   for (const exit of exits) expect(exit.code).toBe(0);
   for (const instance of [a, b].filter(Boolean)) {
-    const failures = instance.logs.filter((l) => l['level'] === 'error' || (typeof l['status'] === 'number' && l['status'] >= 500));
+    const failures = instance.logs.filter(
+      (l) =>
+        !expectedBusy.has(String(l['request_id'])) && (l['level'] === 'error' || (typeof l['status'] === 'number' && l['status'] >= 500)),
+    );
     expect(failures, `${instance.name}: ${instance.stderr()}`).toEqual([]);
   }
 });
@@ -265,6 +271,51 @@ describe('two instances on one database', () => {
       [bytes.length],
     );
     expect(stored?.n).toBe(1);
+  });
+
+  it('answer a PATCH that waits too long for a row another connection holds with 503 store_busy, not a hang', async () => {
+    const learner = await launch(operator, { placed: quiz, groups: ['student'] });
+    const row = learner.claims.storage.member;
+    expect((await send(a, row, learner.auth, 'PUT', { held: false })).status).toBe(204);
+    const env = await serviceStoreEnv(dataDirA);
+    // Another connection (as another instance mid-transaction would) takes the row lock and keeps it.
+    const holder = new pg.Client({ connectionString: env['DATABASE_URL'], options: `-c search_path=${env['DATABASE_SCHEMA']}` });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      const locked = await holder.query('SELECT body FROM storage_rows WHERE app_id = $1 AND member_id = $2 FOR UPDATE', [
+        tool.app.id,
+        learner.member.id,
+      ]);
+      expect(locked.rowCount).toBe(1);
+      // Readers never wait for the lock.
+      const read = await send(b, row, learner.auth, 'GET');
+      expect(read.status).toBe(200);
+      expect(await read.json()).toEqual({ held: false });
+      const started = Date.now();
+      const waits = await Promise.all(
+        both.map((instance) => send(instance, row, learner.auth, 'PATCH', { patch: [{ op: 'add', path: '/late', value: instance.name }] })),
+      );
+      const waited = Date.now() - started;
+      for (const response of waits) {
+        const id = response.headers.get('request-id');
+        if (id) expectedBusy.add(id);
+        expect(response.status).toBe(503);
+        expect(response.headers.get('retry-after')).toBe('1');
+        expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+        expect(await detail(response)).toMatchObject({ code: 'store_busy', detail: 'the service is busy; retry shortly' });
+      }
+      // The 5 s lock timeout of S-33, not a hang.
+      expect(waited).toBeGreaterThanOrEqual(4_500);
+      expect(waited).toBeLessThan(20_000);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await holder.end();
+    }
+    // Nothing of the refused patches was written, and the row takes writes again once the lock is gone.
+    expect(await (await send(a, row, learner.auth, 'GET')).json()).toEqual({ held: false });
+    expect((await send(b, row, learner.auth, 'PATCH', { patch: [{ op: 'add', path: '/after', value: true }] })).status).toBe(204);
+    expect(await (await send(a, row, learner.auth, 'GET')).json()).toEqual({ held: false, after: true });
   });
 
   it('share signing keys: identical JWKS, and a token one instance signs verifies with either JWKS', async () => {

@@ -5,6 +5,7 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PlacedLocation, TestLaunch, TestServer, Tool } from '../harness.js';
+import { contract20260921 } from '../../../server/contracts/2026-09-21/index.js';
 import { createTool, launch, placeLocation, problemOf, startServer } from '../harness.js';
 
 let server: TestServer;
@@ -81,9 +82,22 @@ describe('contract headers (NS-18)', () => {
     expect(p.detail).toBe('unknown Contract-Version "2025-01-01"; served versions: 2026-09-21, 2026-08-25, 2026-08-19');
   });
 
-  it('says an archived contract is not served by this build yet', async () => {
-    const res = await fetch(`${server.url}/.well-known/jwks.json`, { headers: { 'Contract-Version': '2026-08-25' } });
-    expect((await problemOf(res)).detail).toBe('contract 2026-08-25 is not served by this build yet');
+  it('serves an archived contract named explicitly, under its own Contract-Version', async () => {
+    for (const version of ['2026-08-25', '2026-08-19']) {
+      const res = await fetch(`${server.url}/.well-known/jwks.json`, { headers: { 'Contract-Version': version } });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('contract-version')).toBe(version);
+    }
+  });
+
+  it('says a known contract that a build does not serve is not served (400), without a 500', async () => {
+    const only = await startServer({ contracts: [contract20260921] });
+    try {
+      const res = await fetch(`${only.url}/.well-known/jwks.json`, { headers: { 'Contract-Version': '2026-08-25' } });
+      expect(await problemOf(res)).toMatchObject({ status: 400, code: 'contract_not_served', detail: 'contract 2026-08-25 is not served by this build' });
+    } finally {
+      await only.stop();
+    }
   });
 
   it('accepts the current contract named explicitly', async () => {

@@ -8,7 +8,7 @@ import { request, type ClientRequest, type IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Clock } from '../../../server/store/index.js';
-import { startServer, type TestServer } from '../harness.js';
+import { startServer, TEST_BLOB_STORE, type TestServer } from '../harness.js';
 import { api, type Course, detailOf, postForm, ROW_NAMES, setUpCourse, storeFile, serverFailures } from '../rows/helpers.js';
 
 /** Real time plus an offset the tests move: expiry without sleeping, and nothing else disturbed. */
@@ -57,8 +57,15 @@ async function download(url: string): Promise<{ status: number; bytes: Buffer; h
   return { status: response.status, bytes: Buffer.from(await response.arrayBuffer()), headers: response.headers };
 }
 
-/** Blobs on disk under DATA_DIR/blobs (temporary files excluded). */
-function blobCount(): number {
+/**
+ * Stored blobs, in the blob store the suite runs on (`TIS_TEST_BLOB_STORE`): files under DATA_DIR/blobs
+ * (temporary files excluded), or complete blobs in the database's `blobs` table.
+ */
+async function blobCount(): Promise<number> {
+  if (TEST_BLOB_STORE === 'postgres') {
+    const row = await server.services.store.driver.get<{ n: number | string }>("SELECT COUNT(*) AS n FROM blobs WHERE state = 'complete'");
+    return Number(row?.n ?? 0);
+  }
   const root = join(server.dataDir, 'blobs');
   let count = 0;
   for (const dir of readdirSync(root)) {
@@ -69,7 +76,12 @@ function blobCount(): number {
   return count;
 }
 
-function tempFiles(): string[] {
+/** Uploads in progress: temporary files on disk, or blobs still `writing` in the database. */
+async function tempFiles(): Promise<string[]> {
+  if (TEST_BLOB_STORE === 'postgres') {
+    const rows = await server.services.store.driver.all<{ id: string }>("SELECT id FROM blobs WHERE state = 'writing'");
+    return rows.map((r) => r.id);
+  }
   return readdirSync(join(server.dataDir, 'blobs', 'tmp'));
 }
 
@@ -295,7 +307,7 @@ describe('the upload target', () => {
   it('refuses a file of another size than signed, shorter or longer, and stores nothing (GAP-05)', async () => {
     const url = `${course.files.member}/exact.txt`;
     await storeFile(course.instructor.auth, url, 'original');
-    const blobs = blobCount();
+    const blobs = await blobCount();
     const form = await askToStore(url, { size: 10 });
     for (const body of ['123456789', '12345678901', '']) {
       expect(await detailOf(await postForm(form, body))).toEqual({
@@ -305,13 +317,13 @@ describe('the upload target', () => {
       });
     }
     expect((await download((await readFile(url)).url)).bytes.toString()).toBe('original');
-    expect(blobCount()).toBe(blobs);
-    expect(tempFiles()).toEqual([]);
+    expect(await blobCount()).toBe(blobs);
+    expect(await tempFiles()).toEqual([]);
     // The form is still good for a file of the right size.
     expect((await postForm(form, '1234567890')).status).toBe(204);
     expect((await download((await readFile(url)).url)).bytes.toString()).toBe('1234567890');
     // The old blob went with the replacement.
-    expect(blobCount()).toBe(blobs);
+    expect(await blobCount()).toBe(blobs);
   });
 
   it('refuses an altered policy, an altered or missing signature (403 invalid upload signature)', async () => {
@@ -363,7 +375,7 @@ describe('the upload target', () => {
 
     const json = await fetch(form.url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(form.fields) });
     expect(await detailOf(json)).toEqual({ status: 415, code: 'unsupported_media_type', detail: 'Content-Type must be multipart/form-data' });
-    expect(tempFiles()).toEqual([]);
+    expect(await tempFiles()).toEqual([]);
   });
 
   it('answers 413 to a body larger than any upload can be, without reading it', async () => {
@@ -420,24 +432,24 @@ describe('replacement never loses the old file', () => {
     const v1 = Buffer.from('version one of the essay');
     expect((await storeFile(course.student.auth, url, v1)).upload.status).toBe(204);
     const v1Url = (await readFile(url)).url;
-    const blobs = blobCount();
+    const blobs = await blobCount();
 
     const v2 = randomBytes(400_000);
     const form = await askToStore(url, { size: v2.length }, course.student.auth);
     const raw = startRawUpload(form, v2.length);
     raw.sendFile(v2.subarray(0, 200_000));
     // Half the bytes are on the server: the old file is still the file.
-    await eventually(() => tempFiles().length === 1, 'the upload to reach the blob store');
+    await eventually(async () => (await tempFiles()).length === 1, 'the upload to reach the blob store');
     expect((await readFile(url)).size).toBe(v1.length);
     expect((await download(v1Url)).bytes.equals(v1)).toBe(true);
     expect(((await (await staff().get(course.files.member_location)).json()) as Array<{ key: string; size: number }>).find((f) => f.key === 'essay.txt')?.size).toBe(v1.length);
 
     // The client goes away mid-upload: nothing changes, and the partial bytes are cleaned up.
     raw.req.destroy();
-    await eventually(() => tempFiles().length === 0, 'the abandoned upload to be cleaned up');
+    await eventually(async () => (await tempFiles()).length === 0, 'the abandoned upload to be cleaned up');
     expect((await readFile(url)).size).toBe(v1.length);
     expect((await download(v1Url)).bytes.equals(v1)).toBe(true);
-    expect(blobCount()).toBe(blobs);
+    expect(await blobCount()).toBe(blobs);
 
     // The same form completes the replacement; the old URL now names a file that is gone (S-02).
     const done = startRawUpload(form, v2.length);
@@ -447,7 +459,7 @@ describe('replacement never loses the old file', () => {
     expect(read.size).toBe(v2.length);
     expect((await download(read.url)).bytes.equals(v2)).toBe(true);
     expect(await detailOf(await fetch(v1Url))).toEqual({ status: 404, code: 'file_not_found', detail: 'the file no longer exists' });
-    expect(blobCount()).toBe(blobs);
+    expect(await blobCount()).toBe(blobs);
   });
 
   it('a refused replacement (wrong size) leaves the old file as it was', async () => {
@@ -567,7 +579,7 @@ describe('quotas (100 files, 100 MB a row, checked when signing and when the upl
       detail: 'file quota exceeded: a row keeps at most 100 files',
     });
     expect((await student.get(`${files}/late.txt`)).status).toBe(404);
-    expect(tempFiles()).toEqual([]);
+    expect(await tempFiles()).toEqual([]);
   });
 });
 

@@ -126,6 +126,9 @@ export async function sandboxCourse(lms: LmsServer, points = 20): Promise<Sandbo
   const [location] = await store.locations.syncServed(app.id, [{ extid: `quiz-${seq}`, type: 'assessment', label: 'Week 1 quiz', points }]);
   if (!location) throw new Error('no location');
   const person = async (externalId: string, groups: Array<'student' | 'instructor'>) => {
+    // Members join in this order: a millisecond apart, since join order is `created_at` with the random ID
+    // only breaking ties (student_1 and student_2 of the Grades tab follow it).
+    lms.clock.offsetMs += 1;
     const user = await store.users.upsert({ organizationId: school.id, externalId });
     const member = await store.members.upsert({ contextId: context.id, userId: user.id, groups });
     return { user, member };

@@ -9,6 +9,7 @@ import { readSandboxGradebook } from '../../../server/sandbox-lms/gradebook.js';
 import type { AttemptRecord } from '../../../server/store/index.js';
 import type { PlacedLocation, TestLaunch, TestServer, Tool } from '../harness.js';
 import { createTool, launch, placeLocation, problemOf, startServer } from '../harness.js';
+import { ManualClock } from '../../store/helpers.js';
 
 let server: TestServer;
 let tool: Tool;
@@ -215,6 +216,36 @@ describe('submit a score: submitted is strictly later on every attempt', () => {
     for (const a of attempts.filter((x) => x.status === 'failed')) expect(a.data.response?.status).toBe(409);
     const latest = [...stamps].sort().pop();
     expect((await gradebookScore(placed, student2.member.id)).score?.timestamp).toBe(latest);
+  });
+});
+
+describe('submit a score: submitted is strictly later even when the clock does not move', () => {
+  it('a frozen clock: every call in one millisecond gets a later microsecond, and each publishes', async () => {
+    // The whole service on a clock that stays on one millisecond (set to now, so token lifetimes hold).
+    const clock = new ManualClock(Date.now());
+    const frozen = await startServer({ clock });
+    try {
+      const t = await createTool(frozen);
+      const placed = await placeLocation(frozen, { app: t.app.id, type: 'assessment', points: 10 });
+      const learner = await launch(frozen, { placed, groups: ['student'] });
+      const url = `${frozen.url}/v1/contexts/${placed.context.id}/apps/${t.app.id}/locations/${placed.location.id}/members/${learner.member.id}/scores`;
+      const submitted: string[] = [];
+      for (let i = 0; i < 12; i += 1) {
+        // Both sources alternate: the session and the API key share one sequence per student and location.
+        const a = await attemptOf(await post(url, i % 2 === 0 ? learner.auth : `Bearer ${t.apiKey}`, { score: i / 12 }));
+        expect(a.status, a.data.error).toBe('success');
+        submitted.push(a.submitted);
+      }
+      const concurrent = await Promise.all(Array.from({ length: 12 }, (_, i) => post(url, `Bearer ${t.apiKey}`, { score: i / 12 }).then(attemptOf)));
+      const millisecond = new Date(clock.ms).toISOString().slice(0, 23);
+      for (const stamp of submitted) expect(stamp.slice(0, 23)).toBe(millisecond);
+      for (let i = 1; i < submitted.length; i += 1) expect(submitted[i]! > submitted[i - 1]!, `${submitted[i]} after ${submitted[i - 1]}`).toBe(true);
+      const all = [...submitted, ...concurrent.map((a) => a.submitted)];
+      expect(new Set(all).size).toBe(24);
+      for (const stamp of concurrent.map((a) => a.submitted)) expect(stamp > submitted.at(-1)!).toBe(true);
+    } finally {
+      await frozen.stop();
+    }
   });
 });
 
