@@ -6,8 +6,9 @@ import { defineConfig, type TestProjectInlineConfiguration } from 'vitest/config
  *
  *   default   every suite (the store suite runs each test on SQLite and on PostgreSQL by itself; the
  *             server suite runs on SQLite);
- *   postgres  the server suite again, every server on PostgreSQL (`TIS_TEST_STORE=postgres`, a schema per
- *             server), plus tests/server/multi-instance.test.ts, which only makes sense there.
+ *   postgres  the server suite again, every server on PostgreSQL with its files in the database
+ *             (`TIS_TEST_STORE=postgres`, `TIS_TEST_BLOB_STORE=postgres`, a schema per server), plus
+ *             tests/server/multi-instance.test.ts, which only makes sense there.
  *
  * `TIS_TEST_STORE=postgres npx vitest run tests/server` runs only the second, `TIS_TEST_STORE=sqlite` only
  * the first. Without either, the postgres project runs when PostgreSQL answers at `TIS_TEST_DATABASE_URL`
@@ -15,13 +16,6 @@ import { defineConfig, type TestProjectInlineConfiguration } from 'vitest/config
  * where an unreachable database fails the tests instead of leaving them out.
  */
 const MULTI_INSTANCE = 'tests/server/multi-instance.test.ts';
-/**
- * Starts its own `npm start` children on a SQLite `DATA_DIR` and reads that file afterwards; it runs on
- * PostgreSQL once its children get `serviceStoreEnv(dataDir)` and it reads through `openTestStore`
- * (tests/server/harness.ts).
- */
-const SQLITE_ONLY = ['tests/server/crash.test.ts'];
-
 async function postgresAnswers(): Promise<boolean> {
   const url = process.env['TIS_TEST_DATABASE_URL'] || 'postgres://tis:tis@127.0.0.1:5432/tis_test';
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
@@ -61,8 +55,8 @@ export default defineConfig(async () => {
       test: {
         name: 'postgres',
         include: ['tests/server/**/*.test.ts'],
-        exclude: SQLITE_ONLY,
-        env: { TIS_TEST_STORE: 'postgres', TIS_REQUIRE_POSTGRES: '1' },
+        // Files in the database too, so this project covers the blob store several instances share.
+        env: { TIS_TEST_STORE: 'postgres', TIS_TEST_BLOB_STORE: 'postgres', TIS_REQUIRE_POSTGRES: '1' },
         globalSetup: ['tests/server/postgres-setup.ts'],
       },
     });
