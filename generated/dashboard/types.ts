@@ -373,6 +373,11 @@ export interface paths {
          *     the status follows in parentheses (`app failed to provide the available locations (HTTP 503)`); where it
          *     says "with detail", the detail follows after `: `. A tool without a locations URL answers 409
          *     `App does not have a locations_url configured`. The tool is never told that its endpoint failed.
+         *
+         *     A tool pinned to 2026-08-19 (which has no locations request), or a hosted tool pinned to 2026-08-25, is
+         *     not called: the picker offers its stored locations (those of the archived management API) in that
+         *     contract's list order, with `message` null and no groups; an entry with no extid shows its location ID
+         *     as `extid`, and placements are made from that answer all the same (decisions S-16, S-41).
          */
         post: operations["openSandboxPicker"];
         delete?: never;
@@ -864,6 +869,9 @@ export interface components {
          * @description The contract pinned for the tool (decision NS-18): it applies to the tool's API calls that send no
          *     `Contract-Version` header, and shapes every token and request the service sends the tool (launch,
          *     provision and locations). Set at registration, default the current contract, changed in the settings.
+         *     A tool pinned to 2026-08-19 is sent launches only: its picker shows its stored locations and its levels
+         *     are provisioned on first need; a hosted tool pinned to 2026-08-25 also gets its stored locations in the
+         *     picker (decisions S-16, S-40, S-41).
          * @default 2026-09-21
          * @enum {string}
          */
@@ -978,6 +986,11 @@ export interface components {
          *     are cleared with `""` or null; `callback_url` cannot be cleared (null or `""` fails the first rule).
          *     A hosted tool has no endpoint URLs: setting one answers 422 `hosted tools have no endpoint URLs`
          *     (decision NS-01).
+         *
+         *     A tool pinned to 2026-08-19 keeps the `provision_url` and `locations_url` set here (checked by the same
+         *     rules) but is sent no provision or locations request while that pin stays: its picker offers its stored
+         *     locations and every level is provisioned when first needed. Changing `contract_version` makes the next
+         *     request follow the new pin, with these URLs (decision S-41).
          *
          *     Not settable here: `status` answers 422 `status is changed only by the platform team`, `hosting` answers
          *     422 `hosting mode is permanent` (decision GAP-30), `grades_released` answers 422 `unknown field:
@@ -1242,7 +1255,7 @@ export interface components {
             context_id: string;
             /**
              * Format: date-time
-             * @description When the locations URL answered.
+             * @description When the locations URL answered; for a picker of stored locations, when it was opened (decision S-41).
              */
             fetched: string;
             /** @description Plain text with its line breaks kept, cut at 2000 code points (decision GAP-10); null when the tool sent none. */
@@ -1275,7 +1288,7 @@ export interface components {
         Location: {
             /** @description The service's location ID (`loc_`), bound permanently to `extid` on first sight (contract, Locations rule 2). */
             id: string;
-            /** @description The tool's own ID, the entry's key in the locations response. */
+            /** @description The tool's own ID, the entry's key in the locations response; for a location stored through 2026-08-19, which has none, its location ID (decisions S-38, S-41). */
             extid: string;
             type: components["schemas"]["LocationType"];
             label: string;

@@ -131,6 +131,19 @@ export interface LocationsRequestInput {
   contractVersion?: string;
 }
 
+/**
+ * Whether a tool pinned to `version` is ever sent this request (S-40): 2026-08-19 has neither, so asking
+ * for one is a `NoSuchRequestError`. Callers decide from this instead of catching that error.
+ */
+export function pinHasRequest(version: string, request: 'provision' | 'locations'): boolean {
+  return !PINS_WITHOUT[request].includes(version);
+}
+
+const PINS_WITHOUT: Readonly<Record<'provision' | 'locations', readonly string[]>> = {
+  provision: ['2026-08-19'],
+  locations: ['2026-08-19'],
+};
+
 export class LaunchError extends Error {
   constructor(
     readonly reason: 'unknown_app' | 'unknown_context' | 'unknown_location' | 'unknown_member' | 'resource_link_taken',

@@ -14,17 +14,24 @@
  * placement keeps the copy of the entry taken when it was placed, which its launches carry (6). So a
  * retarget changes the location record (the next picker shows it, the next placement copies it) and
  * never the copies already stored.
+ *
+ * Where the entries come from depends on the tool's pin (decisions S-16, S-41): a tool pinned to
+ * 2026-08-19 (which has no locations request, S-40), or a hosted tool pinned to 2026-08-25, is offered its
+ * stored locations (the archived management API's), in that contract's list order, with no request sent.
  */
 import type { components } from '../../generated/dashboard/types.js';
 import type { ContractVersion, LocationsFailureCode, PickerGroup, PickerLocation, PickerTree } from '../../rules/locations.js';
-import { CONTRACT_VERSIONS, LOCATIONS_FAILURE_MESSAGES, normalizeLocationsResponse } from '../../rules/locations.js';
+import { CONTRACT_VERSIONS, LOCATIONS_FAILURE_MESSAGES, LOCATIONS_LIMITS, normalizeLocationsResponse } from '../../rules/locations.js';
+import { reduceToPlainText } from '../../rules/plain-text.js';
+import { storedLocations } from '../contracts/archived/management.js';
 import type { Services } from '../http/services.js';
+import { pinHasRequest } from '../launches/service.js';
 import { LOCATIONS_MAX_BODY_BYTES } from '../outbound/index.js';
 import type { ToolOutcome } from '../outbound/index.js';
 import type { AppRecord, ContextRecord, LocationRecord, ServedLocationEntry } from '../store/index.js';
 import { isoFromMs } from '../store/index.js';
 import { assertAvailable } from './availability.js';
-import { PlacementError } from './errors.js';
+import { launchServiceCall, PlacementError } from './errors.js';
 
 export type Picker = components['schemas']['Picker'];
 export type PickerGroupJson = components['schemas']['PickerGroup'];
@@ -152,11 +159,13 @@ export async function requestLocations(services: Services, input: LocationsReque
   const { app, context } = await loadAppAndContext(services, input.appId, input.contextId);
   assertAvailable(app, context);
   if (app.locationsUrl === null || app.locationsUrl.trim() === '') return failed('no_locations_url', null);
-  const request = await services.launches.locationsRequest({
-    appId: app.id,
-    contextId: context.id,
-    memberId: input.memberId ?? null,
-  });
+  const request = await launchServiceCall(() =>
+    services.launches.locationsRequest({
+      appId: app.id,
+      contextId: context.id,
+      memberId: input.memberId ?? null,
+    }),
+  );
   const outcome = await services.outbound.postForm({
     url: app.locationsUrl,
     field: 'locations_url',
@@ -212,9 +221,12 @@ export function pickerJson(contextId: string, tree: PickerTree, fetchedAt: numbe
  * Opens the picker in a course: the locations request, then the service's record of it. Throws
  * `LocationsRequestError` (502, or 409 without a locations URL) with the instructor's message, and
  * `PlacementError` when the tool may not be asked here. A failed request also forgets the course's last
- * picker answer: every failure ends with the instructor placing nothing.
+ * picker answer: every failure ends with the instructor placing nothing. A tool whose pin offers stored
+ * locations (`pickerSource`) is asked nothing, so only its availability can refuse.
  */
 export async function openPicker(services: Services, input: LocationsRequestInput): Promise<Picker> {
+  const { app, context } = await loadAppAndContext(services, input.appId, input.contextId);
+  if (pickerSource(app) === 'stored') return openStoredPicker(services, app, context);
   const answer = await requestLocations(services, input);
   if (!answer.ok) {
     services.log.info('locations request failed', {
@@ -243,6 +255,47 @@ export async function openPicker(services: Services, input: LocationsRequestInpu
     answer: JSON.stringify(picker),
     fetchedAt: answer.fetchedAt,
   });
+  return picker;
+}
+
+/** Where a tool's picker entries come from: its locations URL, or its stored locations (S-16, S-41). */
+export type PickerSource = 'served' | 'stored';
+
+export function pickerSource(app: AppRecord): PickerSource {
+  if (!pinHasRequest(app.contractVersion, 'locations')) return 'stored';
+  return app.contractVersion === '2026-08-25' && app.hosting === 'hosted' ? 'stored' : 'served';
+}
+
+/**
+ * A stored location as a picker entry. The entry's key is its extid, or its ID for a 2026-08-19 location,
+ * which has none (as 2026-08-25 and the launches show it, S-38); a label blank after reduction shows that
+ * key, since an entry cannot be offered without a label (S-41).
+ */
+export function storedEntry(location: LocationRecord): PickerLocation {
+  const extid = location.extid ?? location.id;
+  const label = reduceToPlainText(location.label, LOCATIONS_LIMITS.labelLength);
+  const description = location.description === null ? '' : reduceToPlainText(location.description, LOCATIONS_LIMITS.descriptionLength);
+  return {
+    extid,
+    type: location.type,
+    label: label === '' ? extid : label,
+    ...(description !== '' ? { description } : {}),
+    ...(location.type === 'assessment' ? { points: location.points ?? LOCATIONS_LIMITS.defaultPoints } : {}),
+  };
+}
+
+/**
+ * The picker from stored locations: nothing is asked of the tool, so nothing can fail but availability;
+ * the answer is kept like a served one, and placements copy from it.
+ */
+async function openStoredPicker(services: Services, app: AppRecord, context: ContextRecord): Promise<Picker> {
+  assertAvailable(app, context);
+  const stored = await storedLocations(services, app.id, app.contractVersion === '2026-08-25' ? '2026-08-25' : '2026-08-19');
+  const entries = stored.map(storedEntry);
+  const ids = new Map(stored.map((record, i) => [(entries[i] as PickerLocation).extid, record]));
+  const fetchedAt = services.clock.nowMs();
+  const picker = pickerJson(context.id, { message: null, locations: entries, groups: [] }, fetchedAt, ids);
+  await services.store.pickerAnswers.put({ appId: app.id, contextId: context.id, answer: JSON.stringify(picker), fetchedAt });
   return picker;
 }
 

@@ -11,7 +11,7 @@ import type { Services } from '../http/services.js';
 import type { AppRecord, ContextRecord, LocationRecord, PlacementEntry, PlacementRecord, ProvisioningState } from '../store/index.js';
 import { isoFromMs } from '../store/index.js';
 import { assertAvailable } from './availability.js';
-import { PlacementError } from './errors.js';
+import { launchServiceCall, PlacementError } from './errors.js';
 import { findOffered, lastPickerAnswer } from './picker.js';
 import type { PickerLocationJson } from './picker.js';
 import type { ProvisioningOutcome } from './provision.js';
@@ -64,8 +64,9 @@ export async function placeFromPicker(services: Services, input: PlaceFromPicker
     );
   }
   const location = await services.store.locations.get(offered.id);
-  if (!location || location.appId !== app.id) {
-    // The answer names a location the store no longer has: the picker must be opened again.
+  if (!location || location.appId !== app.id || location.deletedAt !== null) {
+    // The answer names a location the store no longer has (a stored location deleted since the picker
+    // showed it): the picker must be opened again.
     throw new PlacementError(409, 'picker_not_opened', `no picker answer for context ${context.id}: open the picker first`);
   }
   return placeEntry(services, {
@@ -99,13 +100,15 @@ export interface PlaceEntryInput {
 /** The placement itself: the copy, the gradebook column of an assessment, then provisioning. */
 export async function placeEntry(services: Services, input: PlaceEntryInput): Promise<PlacementOutcome> {
   assertAvailable(input.app, input.context);
-  const placement = await services.launches.place({
-    appId: input.app.id,
-    contextId: input.context.id,
-    locationId: input.location.id,
-    entry: input.entry,
-    ...(input.resourceLink !== undefined ? { resourceLink: input.resourceLink } : {}),
-  });
+  const placement = await launchServiceCall(() =>
+    services.launches.place({
+      appId: input.app.id,
+      contextId: input.context.id,
+      locationId: input.location.id,
+      entry: input.entry,
+      ...(input.resourceLink !== undefined ? { resourceLink: input.resourceLink } : {}),
+    }),
+  );
   services.log.info('location placed', {
     app: input.app.id,
     context: input.context.id,

@@ -5,7 +5,8 @@
  * (`server/contracts/2026-09-21/provision.ts`), which is what makes a level provisioned.
  *
  * - A level already provisioned is never asked again (GAP-19).
- * - A blank `provision_url` provisions the level on first need, with no request (GAP-17).
+ * - A blank `provision_url` provisions the level on first need, with no request (GAP-17); so does a pin
+ *   whose contract has no provision requests (2026-08-19, S-40), whatever URL is stored (S-41).
  * - A request waits at most 10 s and follows no redirect; any 2xx is accepted (GAP-16). A failure leaves
  *   the level unprovisioned; the next launch or placement that needs it asks again if the last request
  *   failed or is older than 60 s. The store's `claimRequest` makes that decision atomically, so two
@@ -16,6 +17,7 @@ import { PROVISION_MAX_BODY_BYTES } from '../outbound/index.js';
 import type { ToolOutcome } from '../outbound/index.js';
 import type { AppRecord, ContextRecord, PlacementEntry, ProvisioningLevel, ProvisioningRecord, ProvisioningState } from '../store/index.js';
 import { PROVISION_RETRY_AFTER_MS } from '../store/index.js';
+import { pinHasRequest } from '../launches/service.js';
 import { assertAvailable } from './availability.js';
 
 export interface LevelOutcome {
@@ -60,6 +62,15 @@ export function provisionFailure(outcome: ToolOutcome): string | null {
   }
 }
 
+/**
+ * Whether this tool's levels are provisioned when first needed, with no request: no `provision_url`
+ * (GAP-17), or a pin with no provision requests (S-40, S-41). A level so provisioned stays provisioned if
+ * the URL or the pin changes later, as any provisioned level does (GAP-19).
+ */
+export function provisionsOnFirstNeed(app: AppRecord): boolean {
+  return app.provisionUrl === null || app.provisionUrl.trim() === '' || !pinHasRequest(app.contractVersion, 'provision');
+}
+
 function levelOf(record: ProvisioningRecord | null, sent: boolean): LevelOutcome {
   const state: ProvisioningState = record?.state ?? 'pending';
   return { state, sent, error: state === 'failed' ? (record?.lastError ?? null) : null };
@@ -86,7 +97,8 @@ export async function provisionLevel(services: Services, input: ProvisionLevelIn
   if (current?.state === 'provisioned') return levelOf(current, false);
   // A suspended tool gets no request at all, a draft one only in its Sandbox (GAP-25).
   assertAvailable(app, context);
-  if (app.provisionUrl === null || app.provisionUrl.trim() === '') {
+  const url = app.provisionUrl;
+  if (url === null || provisionsOnFirstNeed(app)) {
     return levelOf(await store.provisioning.markProvisioned(level), false);
   }
   const claim = await store.provisioning.claimRequest(level, { retryAfterMs: PROVISION_RETRY_AFTER_MS });
@@ -101,7 +113,7 @@ export async function provisionLevel(services: Services, input: ProvisionLevelIn
       ...(input.entry ? { entry: input.entry } : {}),
     });
     const outcome = await services.outbound.postForm({
-      url: app.provisionUrl,
+      url,
       field: 'provision_url',
       form: { launch_data: request.token },
       timeoutMs: services.config.provisionTimeoutMs,

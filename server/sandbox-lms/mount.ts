@@ -1,6 +1,8 @@
 /**
- * Serves the Sandbox LMS operations of the dashboard spec (and only those) until the dashboard API as a
- * whole is served (next issue). Mount it on the app before the contract dispatcher, with no path prefix:
+ * Serves the Sandbox LMS operations of the dashboard spec (and only those). The dashboard API's own mount
+ * (`server/dashboard/mount.ts`) leaves them to this one: their credential is the Sandbox gradebook's
+ * access token, not a dashboard token, and the token endpoint answers RFC 6749 errors, not problems.
+ * Mount it on the app before the contract dispatcher, with no path prefix:
  *
  *   app.use(sandboxLmsPipeline(services, { responseValidation, bodyLimitBytes }));
  *

@@ -74,7 +74,7 @@ export async function ensureSandboxSchool(
 }
 
 /**
- * `PUT /dashboard/v1/apps/{app_id}/sandbox/school` (served by the next issue): whether the school grants
+ * `PUT /dashboard/v1/apps/{app_id}/sandbox/school` (`server/dashboard/sandbox.ts`): whether the school grants
  * the line-item scope. Takes effect for the next token; tokens already issued keep their scopes.
  */
 export async function setSandboxSchoolGrantsLineItemScope(

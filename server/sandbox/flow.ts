@@ -1,6 +1,6 @@
 /**
  * What a person does in the Sandbox, on the real machinery: the picker (`openPicker`, which calls the
- * tool's locations URL), placements (`placeFromPicker`: the copy, the gradebook column, provisioning),
+ * tool's locations URL, or offers its stored locations when its pin says so), placements (`placeFromPicker`: the copy, the gradebook column, provisioning),
  * launch tickets for the browser launch page, and the Grades tab of the Sandbox gradebook. Every refusal
  * is a `Problem` with the dashboard spec's status and message.
  */
@@ -9,7 +9,7 @@ import type { Services } from '../http/services.js';
 import { Problem } from '../http/problem.js';
 import { issueLaunchTicket } from '../launch-page/tickets.js';
 import type { IssuedTicket } from '../launch-page/tickets.js';
-import { openPicker, PlacementError, placeFromPicker, placementJson } from '../placements/index.js';
+import { openPicker, placeFromPicker, placementErrorOf, placementJson, provisionsOnFirstNeed } from '../placements/index.js';
 import type { Picker, PlacementJson } from '../placements/index.js';
 import { readSandboxGradebook } from '../sandbox-lms/gradebook.js';
 import type { AppRecord, PlacementRecord, ProvisioningLevel, ProvisioningState } from '../store/index.js';
@@ -37,15 +37,15 @@ export function assertSandboxOpen(app: AppRecord): void {
 }
 
 function asProblem(err: unknown): unknown {
-  return err instanceof PlacementError ? err.toProblem() : err;
+  return placementErrorOf(err)?.toProblem() ?? err;
 }
 
 async function levelState(services: Pick<Services, 'store'>, app: AppRecord, level: ProvisioningLevel): Promise<{ state: ProvisioningState; error: string | null }> {
   const record = await services.store.provisioning.get(level);
   if (record) return { state: record.state, error: record.state === 'failed' ? record.lastError : null };
-  // Not asked yet (or reset): a tool without a provision URL is provisioned on first need (GAP-17).
-  const blank = app.provisionUrl === null || app.provisionUrl.trim() === '';
-  return { state: blank ? 'provisioned' : 'pending', error: null };
+  // Not asked yet (or reset): a tool without a provision URL, or pinned to a contract without provision
+  // requests, is provisioned on first need (GAP-17, S-41).
+  return { state: provisionsOnFirstNeed(app) ? 'provisioned' : 'pending', error: null };
 }
 
 /** A stored placement as the dashboard shows it, with the provisioning of its two levels now. */

@@ -12,38 +12,36 @@
  */
 import type { Services } from '../http/services.js';
 import type { AppRecord } from '../store/index.js';
-import { ensureSandbox, sandboxCopies } from './courses.js';
+import { ensureSandbox } from './courses.js';
 
 export async function resetSandbox(services: Services, app: AppRecord): Promise<void> {
-  const { store } = services;
   const { trial } = await ensureSandbox(services, app.id);
-  const copies = await sandboxCopies(services, app, trial);
-  const blobIds: string[] = [];
-  for (const course of [trial, ...copies]) {
-    const discarded = await store.discardContextData(app.id, course.id);
-    blobIds.push(...discarded.blobIds);
-    await store.pickerAnswers.delete(app.id, course.id);
-  }
-  const placementIds: string[] = [];
-  for (const course of [trial, ...copies]) {
-    for (const placement of await store.placements.listByContext(course.id, app.id)) placementIds.push(placement.id);
-  }
-  // No repository covers these three: scores without their columns, tickets by what they name, and
-  // releasing a copy from the Sandbox. One transaction, so a reset is never half done.
-  await store.driver.transaction(async (tx) => {
-    await tx.run(
-      'DELETE FROM gradebook_scores WHERE line_item_id IN (SELECT id FROM gradebook_line_items WHERE context_id = ?)',
-      [trial.id],
-    );
-    for (const id of placementIds) {
-      await tx.run('DELETE FROM launch_tickets WHERE used_at IS NULL AND payload LIKE ?', [`%"placement_id":${JSON.stringify(id)}%`]);
+  // One transaction, so a reset is all done or not at all: a failure halfway leaves no course with its
+  // rows gone but its tokens live, and no copy released with its data kept. The courses are read inside
+  // it, so a copy made meanwhile is either reset and released here or made after the reset.
+  const { blobIds, copies } = await services.store.transaction(async (tx) => {
+    const copies = (await tx.contexts.listSandbox(app.id)).filter((c) => c.id !== trial.id);
+    const blobIds: string[] = [];
+    const placementIds: string[] = [];
+    for (const course of [trial, ...copies]) {
+      // What `Store.discardContextData` does for one course (decision GAP-39), here inside the reset's
+      // transaction: rows, files and pending uploads, provisioning state, tokens issued there.
+      await tx.rows.deleteForContext(app.id, course.id);
+      blobIds.push(...(await tx.files.deleteForContext(app.id, course.id)));
+      await tx.provisioning.resetContext(app.id, course.id);
+      await tx.apiTokens.revokeForContext(course.id, app.id);
+      await tx.pickerAnswers.delete(app.id, course.id);
+      for (const placement of await tx.placements.listByContext(course.id, app.id)) placementIds.push(placement.id);
     }
-    for (const copy of copies) {
-      await tx.run('UPDATE contexts SET sandbox_app_id = NULL, updated_at = ? WHERE id = ?', [services.clock.nowMs(), copy.id]);
-    }
+    await tx.gradebook.deleteScoresForContext(trial.id);
+    await tx.launches.deleteUnusedTicketsForPlacements(placementIds);
+    for (const copy of copies) await tx.contexts.releaseFromSandbox(copy.id);
+    // The reset's time is the trial course's last change (see `lastResetOf`).
+    await tx.contexts.update(trial.id, { name: trial.name });
+    return { blobIds, copies };
   });
-  // The reset's time is the trial course's last change (see `lastResetOf`).
-  await store.contexts.update(trial.id, { name: trial.name });
+  // The bytes live in the blob store, which no transaction covers: deleted only once the records naming
+  // them are gone for good, so a rolled-back reset never loses a file. One left behind is swept later.
   for (const id of blobIds) {
     try {
       await services.blobs.delete(id);

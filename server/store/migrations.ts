@@ -389,6 +389,26 @@ export const MIGRATIONS: readonly Migration[] = [
       PRIMARY KEY (app_id, context_id)
     )`,
   ]),
+  // The placement a launch ticket opens, as a column, so a Sandbox reset deletes the unused tickets of
+  // its placements by an indexed match instead of a LIKE on the payload (server/sandbox/reset.ts). Tickets
+  // already issued get theirs from the payload; the JSON functions are each engine's own.
+  {
+    id: '0006_launch_ticket_placement',
+    sql: {
+      sqlite: [
+        `ALTER TABLE launch_tickets ADD COLUMN placement_id TEXT`,
+        `UPDATE launch_tickets SET placement_id = json_extract(payload, '$.placement_id')
+         WHERE json_valid(payload) AND json_type(payload, '$.placement_id') = 'text'`,
+        `CREATE INDEX launch_tickets_placement ON launch_tickets (placement_id)`,
+      ],
+      postgres: [
+        `ALTER TABLE launch_tickets ADD COLUMN placement_id TEXT`,
+        `UPDATE launch_tickets SET placement_id = payload::jsonb ->> 'placement_id'
+         WHERE jsonb_typeof(payload::jsonb) = 'object' AND jsonb_typeof(payload::jsonb -> 'placement_id') = 'string'`,
+        `CREATE INDEX launch_tickets_placement ON launch_tickets (placement_id)`,
+      ],
+    },
+  },
 ];
 
 function sharedBlobTables(bytesType: 'BLOB' | 'BYTEA'): string[] {

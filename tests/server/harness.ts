@@ -18,6 +18,7 @@
  *   await server.stop();
  */
 import { randomUUID } from 'node:crypto';
+import type { Resolver } from '../../rules/endpoint-url.js';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -59,6 +60,11 @@ export interface StartServerOptions {
   dataDir?: string;
   /** Print log lines to stdout as well as capturing them. */
   echoLogs?: boolean;
+  /**
+   * How the service resolves tool host names for the endpoint URL rules (default: the system's DNS). A test
+   * of those rules injects one, so no name is ever looked up beyond the machine.
+   */
+  toolResolver?: Resolver;
 }
 
 export interface TestServer {
@@ -266,6 +272,7 @@ async function startOn(dataDir: string, ownDir: boolean, stores: Partial<Config>
         log,
         ...(options.clock ? { clock: options.clock } : {}),
         ...(options.contracts ? { contracts: options.contracts } : {}),
+        ...(options.toolResolver ? { toolResolver: options.toolResolver } : {}),
       });
       let stopped = false;
       return {

@@ -318,6 +318,18 @@ export class ContextsRepo {
     return this.get(id);
   }
 
+  /**
+   * Releases a course from its tool's Sandbox (a reset releases every copy): the record stays, for the
+   * grade attempts made there, but it is no Sandbox course any more. False when there is no such course.
+   */
+  async releaseFromSandbox(id: string): Promise<boolean> {
+    const result = await this.ctx.db.run('UPDATE contexts SET sandbox_app_id = NULL, updated_at = ? WHERE id = ?', [
+      this.ctx.clock.nowMs(),
+      id,
+    ]);
+    return result.changes > 0;
+  }
+
   /** A tool's Sandbox courses (its trial course and copies), oldest first. */
   async listSandbox(appId: string): Promise<ContextRecord[]> {
     const rows = await this.ctx.db.all<ContextRow>(

@@ -249,6 +249,15 @@ export class GradebookRepo {
     });
   }
 
+  /** Discards the scores of the course's columns and keeps the columns (a Sandbox reset). Returns how many. */
+  async deleteScoresForContext(contextId: string): Promise<number> {
+    const result = await this.ctx.db.run(
+      'DELETE FROM gradebook_scores WHERE line_item_id IN (SELECT id FROM gradebook_line_items WHERE context_id = ?)',
+      [contextId],
+    );
+    return result.changes;
+  }
+
   /** Discards the course's columns and their scores. Returns how many columns. */
   async deleteForContext(contextId: string): Promise<number> {
     return this.ctx.db.transaction(async (tx) => {

@@ -101,7 +101,8 @@ export class LaunchesRepo {
 
   /**
    * A single-use ticket for the browser launch page (`GET /launch/{ticket}`). Only its digest is kept,
-   * so a database read does not hand out live tickets.
+   * so a database read does not hand out live tickets. The payload's `placement_id` (what the launch page
+   * opens) is also kept as a column, so `deleteUnusedForPlacements` can find the ticket.
    */
   async createTicket(
     payload: JsonValue,
@@ -110,11 +111,22 @@ export class LaunchesRepo {
     const ticket = newTicket();
     const now = this.ctx.clock.nowMs();
     const expiresAt = now + (options.ttlSeconds ?? LAUNCH_TICKET_TTL_SECONDS) * 1000;
+    const named = typeof payload === 'object' && payload !== null && !Array.isArray(payload) ? payload['placement_id'] : undefined;
     await this.ctx.db.run(
-      'INSERT INTO launch_tickets (ticket_hash, payload, created_at, expires_at) VALUES (?, ?, ?, ?)',
-      [sha256Hex(ticket), JSON.stringify(payload), now, expiresAt],
+      'INSERT INTO launch_tickets (ticket_hash, payload, placement_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?)',
+      [sha256Hex(ticket), JSON.stringify(payload), typeof named === 'string' ? named : null, now, expiresAt],
     );
     return { ticket, expiresAt };
+  }
+
+  /** Deletes the tickets not yet used that open one of these placements (a Sandbox reset); returns how many. */
+  async deleteUnusedTicketsForPlacements(placementIds: readonly string[]): Promise<number> {
+    let deleted = 0;
+    for (const id of placementIds) {
+      const result = await this.ctx.db.run('DELETE FROM launch_tickets WHERE placement_id = ? AND used_at IS NULL', [id]);
+      deleted += result.changes;
+    }
+    return deleted;
   }
 
   /** Marks the ticket used and returns its payload; one statement, so two tabs cannot both use it. */
