@@ -55,7 +55,9 @@ export type ResponseHeaders = Readonly<Record<string, string>>;
 /**
  * A response the handler returns: every status whose content is not a problem (problems are thrown as
  * `Problem`). A JSON media type (`application/json`, `...+json`) is returned as `body`; a response with
- * no content has none; any other media type (a download) is written through `res` (`{stream: true}`).
+ * no content has none, and `body?: never` makes one a compile error (even `body: undefined`, under
+ * exactOptionalPropertyTypes) rather than leaving it to the writer; any other media type (a download) is
+ * written through `res` (`{stream: true}`).
  */
 type ResultFor<R, S> = R extends { content: infer C }
   ? C extends { 'application/problem+json': unknown }
@@ -63,7 +65,7 @@ type ResultFor<R, S> = R extends { content: infer C }
     : [JsonContentBody<C>] extends [never]
       ? never
       : { status: S; body: JsonContentBody<C>; headers?: ResponseHeaders }
-  : { status: S; headers?: ResponseHeaders };
+  : { status: S; body?: never; headers?: ResponseHeaders };
 
 /** Written by the handler through `ctx.res` (streams, downloads); nothing else may be written then. */
 export interface StreamedResult {

@@ -106,9 +106,27 @@ export interface LocationsClaimRecords extends TokenEnvelope {
   groups: readonly MemberGroup[] | null;
 }
 
-function times(nowMs: number): { iat: number; exp: number } {
-  const iat = Math.floor(nowMs / 1000);
-  return { iat, exp: iat + TOKEN_LIFETIME_SECONDS };
+/** The claims every token opens with: when, by whom, for which tool, and the API it calls back. */
+function envelope<T extends string | null>(r: TokenEnvelope, appId: string, apiToken: T) {
+  const iat = Math.floor(r.nowMs / 1000);
+  return {
+    iat,
+    exp: iat + TOKEN_LIFETIME_SECONDS,
+    iss: r.urls.origin,
+    aud: appId,
+    jti: r.jti,
+    api: { domain: r.urls.apiDomain, token: apiToken },
+    app: appId,
+  };
+}
+
+/**
+ * An older contract's claims derived from a newer shape by spreading it. A spread escapes the check for
+ * claims the target lacks, so this puts it back: a claim left over that the older schema does not have
+ * is a compile error, and a claim added to a newer contract cannot reach a tool pinned to an older one.
+ */
+function only<T>() {
+  return <U extends T>(claims: U & Record<Exclude<keyof U, keyof T>, never>): T => claims;
 }
 
 function organizationClaim(org: OrganizationRecord): LaunchClaims['organization'] {
@@ -167,17 +185,16 @@ export function launchClaims(r: LaunchClaimRecords, version: string): AnyLaunchC
   requireShaped(version);
   if (version === '2026-08-25') return launchClaims20260825(r);
   if (version === '2026-08-19') return launchClaims20260819(r);
+  return currentLaunchClaims(r);
+}
+
+function currentLaunchClaims(r: LaunchClaimRecords): LaunchClaims {
   const appId = r.app.id;
   const contextId = r.context.id;
   const locationId = r.placed.location.id;
   const storage = r.urls.rows(contextId, appId, locationId, r.memberId);
   return {
-    ...times(r.nowMs),
-    iss: r.urls.origin,
-    aud: appId,
-    jti: r.jti,
-    api: { domain: r.urls.apiDomain, token: r.apiToken },
-    app: appId,
+    ...envelope(r, appId, r.apiToken),
     context: contextId,
     course: courseClaim(r.context),
     organization: organizationClaim(r.organization),
@@ -200,73 +217,31 @@ export function launchClaims(r: LaunchClaimRecords, version: string): AnyLaunchC
   } satisfies LaunchClaims;
 }
 
-/** 2026-08-25: `grade_passback` where `grade` is, no `files`; otherwise the current shape. */
+/** 2026-08-25: the current shape with `grade_passback` where `grade` is, and no `files`. */
 function launchClaims20260825(r: LaunchClaimRecords): LaunchClaims20260825 {
-  const appId = r.app.id;
-  const contextId = r.context.id;
-  const locationId = r.placed.location.id;
-  return {
-    ...times(r.nowMs),
-    iss: r.urls.origin,
-    aud: appId,
-    jti: r.jti,
-    api: { domain: r.urls.apiDomain, token: r.apiToken },
-    app: appId,
-    context: contextId,
-    course: courseClaim(r.context),
-    organization: organizationClaim(r.organization),
-    user: {
-      id: r.user.id,
-      member: r.memberId,
-      groups: [...r.groups],
-      ...personalData(r.user, r.groups),
-    },
-    launch_id: r.launchId,
-    location: locationClaim(r.placed),
-    resource_link: r.resourceLink,
-    grade_passback: gradePassback(r),
-    storage: r.urls.rows(contextId, appId, locationId, r.memberId),
-    provision: {
-      context: r.urls.provisionContext(contextId, appId),
-      location: r.urls.provisionLocation(contextId, appId, locationId),
-    },
-  };
+  const { grade: _grade, files: _files, ...claims } = currentLaunchClaims(r);
+  return only<LaunchClaims20260825>()({ ...claims, grade_passback: gradePassback(r) });
 }
 
 /**
- * 2026-08-19: `user.role` and no `member`, `resource_link_id`, `organization.id` (the later `deployment`),
- * no `context` or `provision`, and a location with `params` and no `extid`, carrying the stored location's
- * current values because that contract's changes apply at once (S-16, GAP-45).
+ * 2026-08-19: the 2026-08-25 shape with `user.role` for `member` and `groups`, `resource_link_id` for
+ * `resource_link`, `organization.id` for `deployment`, no `context` or `provision`, and a location with
+ * `params` and no `extid`, carrying the stored location's current values because that contract's changes
+ * apply at once (S-16, GAP-45). The role rule and the staff rule agree on who sees personal data.
  */
 function launchClaims20260819(r: LaunchClaimRecords): LaunchClaims20260819 {
-  const appId = r.app.id;
-  const contextId = r.context.id;
+  const { context: _context, provision: _provision, location: _entry, resource_link, organization, user, ...claims } =
+    launchClaims20260825(r);
+  const { deployment, ...issuer } = organization;
+  const { member: _member, groups: _groups, ...person } = user;
   const location = r.placed.location;
-  const role = roleOf(r.groups);
-  const staff = role !== 'student';
-  return {
-    ...times(r.nowMs),
-    iss: r.urls.origin,
-    aud: appId,
-    jti: r.jti,
-    api: { domain: r.urls.apiDomain, token: r.apiToken },
-    app: appId,
-    course: courseClaim(r.context),
-    organization: { title: r.organization.title, issuer: r.organization.issuer, client: r.organization.client, id: r.organization.deployment },
-    user: {
-      id: r.user.id,
-      role,
-      given_name: staff ? r.user.givenName : null,
-      family_name: staff ? r.user.familyName : null,
-      full_name: staff ? r.user.fullName : null,
-      email: staff ? r.user.email : null,
-    },
-    launch_id: r.launchId,
+  return only<LaunchClaims20260819>()({
+    ...claims,
+    organization: { ...issuer, id: deployment },
+    user: { ...person, role: roleOf(r.groups) },
     location: { id: location.id, type: location.type, label: location.label, params: { ...(location.params ?? {}) } },
-    resource_link_id: r.resourceLink,
-    grade_passback: gradePassback(r),
-    storage: r.urls.rows(contextId, appId, location.id, r.memberId),
-  };
+    resource_link_id: resource_link,
+  });
 }
 
 export function provisionClaims(r: ProvisionClaimRecords, version: string): AnyProvisionClaims {
@@ -284,12 +259,7 @@ export function provisionClaims(r: ProvisionClaimRecords, version: string): AnyP
     if (locationId !== null) storage.parent_location = r.urls.locationRow(parent, appId, locationId);
   }
   const claims = {
-    ...times(r.nowMs),
-    iss: r.urls.origin,
-    aud: appId,
-    jti: r.jti,
-    api: { domain: r.urls.apiDomain, token: r.apiToken },
-    app: appId,
+    ...envelope(r, appId, r.apiToken),
     context: contextId,
     course: courseClaim(r.context),
     organization: organizationClaim(r.organization),
@@ -313,12 +283,7 @@ export function locationsClaims(r: LocationsClaimRecords, version: string): AnyL
   if (version === '2026-08-19') throw new NoSuchRequestError(version, 'locations');
   // The same claims in 2026-08-25 and 2026-09-21: the request did not change between them.
   return {
-    ...times(r.nowMs),
-    iss: r.urls.origin,
-    aud: r.app.id,
-    jti: r.jti,
-    api: { domain: r.urls.apiDomain, token: null },
-    app: r.app.id,
+    ...envelope(r, r.app.id, null),
     context: r.contextId,
     organization: organizationClaim(r.organization),
     user: {

@@ -56,5 +56,7 @@ export type { AssertionSigner, FetchLike } from './ags.js';
 export { createLmsRegistry } from './lms-registry.js';
 export type { LmsPlatform, LmsRegistry } from './lms-registry.js';
 export { submitScore, attemptJson } from './submit.js';
+export { publishAttempt } from './publish.js';
+export type { PublishDeps, ScoredRecords, SubmittedInstant } from './publish.js';
 export type { GradeAttemptJson } from './submit.js';
 export { parseScoreSubmission, SCORE_BODY_MESSAGES } from './validate.js';

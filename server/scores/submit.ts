@@ -1,21 +1,14 @@
 /**
  * One score submission, after the guard allowed it (`scoreGuard`) and the validator passed its body:
- * the assessment check, the timestamp, the publication and the one attempt it records.
- *
- * "Attempts are never updated": the `submitted` timestamp is reserved first, in its own transaction
- * (strictly later than every earlier reservation or attempt of the member at the location, across
- * processes), the score is published with it, and only then is the attempt written, once, with its final
- * outcome. A process killed between publishing and writing leaves a score in the LMS without its attempt
- * in the grade history; the tool saw no 200 and submits again, and the resubmission's later timestamp
- * supersedes. The alternative (a pending row completed afterwards) would update attempts.
+ * the assessment check, the records it is published against, and the publication with its one attempt
+ * (`publishAttempt`, which says why the attempt is written only after publishing).
  */
 import type { ScoreGuardResult } from '../auth/score-permissions.js';
 import { SCORE_MESSAGES } from '../auth/score-permissions.js';
 import { Problem } from '../http/problem.js';
-import type { Logger } from '../http/log.js';
 import type { AttemptRecord, PlacementRecord, Store } from '../store/index.js';
-import type { Publisher, PublicationOutcome } from './publisher.js';
-import { failed } from './publisher.js';
+import type { PublishDeps } from './publish.js';
+import { publishAttempt } from './publish.js';
 import type { ScoreSubmission } from './validate.js';
 
 /** The attempt as the contract's Grade attempt resource (the response of both score operations). */
@@ -68,11 +61,7 @@ export function attemptJson(attempt: AttemptRecord): GradeAttemptJson {
   };
 }
 
-export interface SubmitDeps {
-  store: Store;
-  publisher: Publisher;
-  log: Logger;
-}
+export type SubmitDeps = PublishDeps;
 
 /**
  * Which gradebook column a score goes to when the tool placed the location more than once in the course
@@ -121,43 +110,10 @@ export async function submitScore(
     throw new Problem(404, 'member_not_found', SCORE_MESSAGES.memberNotInContext(target.memberId, target.contextId));
   }
 
-  const { submittedUs, submitted } = await store.attempts.reserveSubmitted(member.id, location.id);
-  let outcome: PublicationOutcome;
-  try {
-    outcome = await deps.publisher.publish({
-      app,
-      organization,
-      context,
-      location,
-      placement,
-      member,
-      user,
-      score: submission.score,
-      maxScore: submission.maxScore,
-      comment: submission.comment,
-      activityProgress: submission.activityProgress,
-      gradingProgress: submission.gradingProgress,
-      timestamp: submitted,
-    });
-  } catch (err) {
-    // A publisher bug must not lose the attempt: the call still records one, failed.
-    deps.log.error('score publication threw', { err, app: app.id, context: context.id, location: location.id });
-    outcome = failed('the publication failed inside the service; nothing is known to have reached the LMS');
-  }
-  const attempt = await store.attempts.record({
-    appId: app.id,
-    contextId: context.id,
-    locationId: location.id,
-    memberId: member.id,
-    score: submission.score,
-    maxScore: submission.maxScore,
-    comment: submission.comment,
-    activityProgress: submission.activityProgress,
-    gradingProgress: submission.gradingProgress,
-    sourceType: guarded.sourceType,
-    sourceId: guarded.sourceId,
-    submittedUs,
-    outcome: { status: outcome.status, response: outcome.response, error: outcome.error },
+  const { attempt, outcome } = await publishAttempt(deps, {
+    records: { app, organization, context, location, placement, member, user },
+    submission,
+    source: { type: guarded.sourceType, id: guarded.sourceId },
   });
   deps.log.info('score attempt recorded', {
     attempt: attempt.id,

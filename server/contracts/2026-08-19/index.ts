@@ -15,19 +15,10 @@ import { withGuard } from '../../http/registry.js';
 import { loadBundledSpec } from '../../http/spec.js';
 import { keyHandlers } from '../2026-09-21/keys.js';
 import { rowHandlersFor } from '../2026-09-21/rows.js';
-import { grade0819, gradeGuard, submitGrade } from '../archived/grades.js';
-import {
-  app0819,
-  createLocation,
-  deleteLocation,
-  location0819,
-  storedLocationGuard,
-  storedLocations,
-  updateApp,
-  updateLocation,
-} from '../archived/management.js';
+import { grade0819, gradeGuard } from '../archived/grades.js';
+import { archivedHandlers } from '../archived/handlers.js';
+import { app0819, location0819, storedLocationGuard } from '../archived/management.js';
 import { archivedValidationRules } from '../archived/messages.js';
-import { callingApp } from '../archived/version.js';
 import type { LaunchGradeRecord, LocationRecord } from '../../store/index.js';
 
 const VERSION = '2026-08-19';
@@ -36,44 +27,13 @@ const VERSION = '2026-08-19';
 export type ServedOperations = Pick<operations, OperationId>;
 type Ops = operations;
 
-const managementHandlers: Pick<
-  Handlers<Ops>,
-  'getApp' | 'updateApp' | 'listLocations' | 'createLocation' | 'updateLocation' | 'deleteLocation'
-> = {
-  getApp: async (ctx) => ({ status: 200, body: await app0819(ctx.services, callingApp(ctx.principal)) }),
-  updateApp: async (ctx) => {
-    const app = await updateApp(ctx.services, callingApp(ctx.principal), ctx.body, VERSION);
-    return { status: 200, body: await app0819(ctx.services, app) };
-  },
-  listLocations: async (ctx) => {
-    const locations = await storedLocations(ctx.services, callingApp(ctx.principal).id, VERSION);
-    return { status: 200, body: { locations: locations.map(location0819) } };
-  },
-  createLocation: async (ctx) => ({
-    status: 201,
-    body: location0819(await createLocation(ctx.services, callingApp(ctx.principal), ctx.body, VERSION)),
-  }),
-  updateLocation: withGuard<Ops['updateLocation'], LocationRecord>(storedLocationGuard, async (ctx) => ({
-    status: 200,
-    body: location0819(await updateLocation(ctx.services, callingApp(ctx.principal), ctx.guarded, ctx.body, VERSION)),
-  })),
-  deleteLocation: withGuard<Ops['deleteLocation'], LocationRecord>(storedLocationGuard, async (ctx) => ({
-    status: 200,
-    body: await deleteLocation(ctx.services, callingApp(ctx.principal), ctx.guarded),
-  })),
-};
-
-const gradeHandlers: Pick<Handlers<Ops>, 'submitGrade' | 'getGrade'> = {
-  submitGrade: async (ctx) => ({
-    status: 200,
-    body: grade0819(await submitGrade({ services: ctx.services, log: ctx.log }, callingApp(ctx.principal), ctx.body, VERSION)),
-  }),
-  getGrade: withGuard<Ops['getGrade'], LaunchGradeRecord>(gradeGuard, async (ctx) => ({ status: 200, body: grade0819(ctx.guarded) })),
-};
+const { unguarded, guarded } = archivedHandlers({ version: VERSION, app: app0819, location: location0819, grade: grade0819 });
 
 export const handlers = {
-  ...managementHandlers,
-  ...gradeHandlers,
+  ...unguarded,
+  updateLocation: withGuard<Ops['updateLocation'], LocationRecord>(storedLocationGuard, guarded.updateLocation),
+  deleteLocation: withGuard<Ops['deleteLocation'], LocationRecord>(storedLocationGuard, guarded.deleteLocation),
+  getGrade: withGuard<Ops['getGrade'], LaunchGradeRecord>(gradeGuard, guarded.getGrade),
   ...rowHandlersFor({ provisioning: false }),
   ...keyHandlers,
 } satisfies Handlers<ServedOperations>;

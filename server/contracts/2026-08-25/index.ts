@@ -15,18 +15,9 @@ import { loadBundledSpec } from '../../http/spec.js';
 import { keyHandlers } from '../2026-09-21/keys.js';
 import { provisionHandlers } from '../2026-09-21/provision.js';
 import { rowHandlersFor } from '../2026-09-21/rows.js';
-import { grade0825, gradeGuard, submitGrade } from '../archived/grades.js';
-import {
-  app0825,
-  createLocation,
-  deleteLocation,
-  location0825,
-  rotateKey,
-  storedLocationGuard,
-  storedLocations,
-  updateApp,
-  updateLocation,
-} from '../archived/management.js';
+import { grade0825, gradeGuard } from '../archived/grades.js';
+import { archivedHandlers } from '../archived/handlers.js';
+import { app0825, location0825, rotateKey, storedLocationGuard } from '../archived/management.js';
 import { archivedValidationRules } from '../archived/messages.js';
 import { callingApp } from '../archived/version.js';
 import type { LaunchGradeRecord, LocationRecord } from '../../store/index.js';
@@ -37,45 +28,14 @@ const VERSION = '2026-08-25';
 export type ServedOperations = Pick<operations, OperationId>;
 type Ops = operations;
 
-const managementHandlers: Pick<
-  Handlers<Ops>,
-  'getApp' | 'updateApp' | 'listLocations' | 'createLocation' | 'updateLocation' | 'deleteLocation' | 'rotateKey'
-> = {
-  getApp: async (ctx) => ({ status: 200, body: await app0825(ctx.services, callingApp(ctx.principal)) }),
-  updateApp: async (ctx) => {
-    const app = await updateApp(ctx.services, callingApp(ctx.principal), ctx.body, VERSION);
-    return { status: 200, body: await app0825(ctx.services, app) };
-  },
-  listLocations: async (ctx) => {
-    const locations = await storedLocations(ctx.services, callingApp(ctx.principal).id, VERSION);
-    return { status: 200, body: { locations: locations.map(location0825) } };
-  },
-  createLocation: async (ctx) => ({
-    status: 201,
-    body: location0825(await createLocation(ctx.services, callingApp(ctx.principal), ctx.body, VERSION)),
-  }),
-  updateLocation: withGuard<Ops['updateLocation'], LocationRecord>(storedLocationGuard, async (ctx) => ({
-    status: 200,
-    body: location0825(await updateLocation(ctx.services, callingApp(ctx.principal), ctx.guarded, ctx.body, VERSION)),
-  })),
-  deleteLocation: withGuard<Ops['deleteLocation'], LocationRecord>(storedLocationGuard, async (ctx) => ({
-    status: 200,
-    body: await deleteLocation(ctx.services, callingApp(ctx.principal), ctx.guarded),
-  })),
-  rotateKey: async (ctx) => ({ status: 200, body: await rotateKey(ctx.services, callingApp(ctx.principal)) }),
-};
-
-const gradeHandlers: Pick<Handlers<Ops>, 'submitGrade' | 'getGrade'> = {
-  submitGrade: async (ctx) => ({
-    status: 200,
-    body: grade0825(await submitGrade({ services: ctx.services, log: ctx.log }, callingApp(ctx.principal), ctx.body, VERSION)),
-  }),
-  getGrade: withGuard<Ops['getGrade'], LaunchGradeRecord>(gradeGuard, async (ctx) => ({ status: 200, body: grade0825(ctx.guarded) })),
-};
+const { unguarded, guarded } = archivedHandlers({ version: VERSION, app: app0825, location: location0825, grade: grade0825 });
 
 export const handlers = {
-  ...managementHandlers,
-  ...gradeHandlers,
+  ...unguarded,
+  updateLocation: withGuard<Ops['updateLocation'], LocationRecord>(storedLocationGuard, guarded.updateLocation),
+  deleteLocation: withGuard<Ops['deleteLocation'], LocationRecord>(storedLocationGuard, guarded.deleteLocation),
+  getGrade: withGuard<Ops['getGrade'], LaunchGradeRecord>(gradeGuard, guarded.getGrade),
+  rotateKey: async (ctx) => ({ status: 200, body: await rotateKey(ctx.services, callingApp(ctx.principal)) }),
   ...rowHandlersFor({ provisioning: true }),
   ...provisionHandlers,
   ...keyHandlers,

@@ -14,10 +14,9 @@ import type { Logger } from '../../http/log.js';
 import { Problem } from '../../http/problem.js';
 import type { GuardContext } from '../../http/registry.js';
 import { isSandboxOf } from '../../placements/availability.js';
-import type { PublicationOutcome } from '../../scores/index.js';
+import { publishAttempt } from '../../scores/publish.js';
 import type { ScoreSubmission } from '../../scores/validate.js';
 import { parseScoreSubmission } from '../../scores/validate.js';
-import { failed } from '../../scores/publisher.js';
 import '../../scores/index.js';
 import type { AppRecord, LaunchGradeRecord, LaunchRecord } from '../../store/index.js';
 import { isoFromUs, nowUs } from '../../store/index.js';
@@ -111,8 +110,8 @@ export interface SubmitGradeDeps {
 export async function submitGrade(deps: SubmitGradeDeps, app: AppRecord, body: unknown, version: ArchivedVersion): Promise<LaunchGradeRecord> {
   const { services } = deps;
   const { store } = services;
-  const submission = parseGradeSubmission(body, version);
-  const launch = await launchOf(services, app, submission.launchId);
+  const { launchId, ...submission } = parseGradeSubmission(body, version);
+  const launch = await launchOf(services, app, launchId);
   const trial = await isTrial(services, app, launch);
   if (trial && version === '2026-08-19') throw new Problem(404, 'launch_not_found', M.launchNotFound);
   await checkEligible(services, launch, version);
@@ -123,11 +122,7 @@ export async function submitGrade(deps: SubmitGradeDeps, app: AppRecord, body: u
       id: `trial_${randomBytes(15).toString('base64url')}`,
       appId: app.id,
       launchId: launch.id,
-      score: submission.score,
-      maxScore: submission.maxScore,
-      comment: submission.comment,
-      activityProgress: submission.activityProgress,
-      gradingProgress: submission.gradingProgress,
+      ...submission,
       syncStatus: 'synced',
       syncError: null,
       submittedAt: now,
@@ -151,60 +146,31 @@ export async function submitGrade(deps: SubmitGradeDeps, app: AppRecord, body: u
     throw new Problem(404, 'launch_not_found', M.launchNotFound);
   }
 
-  // The same strictly increasing instant as every other score of this member at this location: the
-  // gradebook refuses a score not later than the last one (S-12).
-  const { submittedUs, submitted } = await store.attempts.reserveSubmitted(member.id, location.id);
-  const pending = await store.launchGrades.submit({
-    appId: app.id,
-    launchId: launch.id,
-    score: submission.score,
-    maxScore: submission.maxScore,
-    comment: submission.comment,
-    activityProgress: submission.activityProgress,
-    gradingProgress: submission.gradingProgress,
-    submittedUs,
-  });
-  let outcome: PublicationOutcome;
-  try {
-    outcome = await services.publisher.publish({
-      app,
-      organization,
-      context,
-      location,
-      placement,
-      member,
-      user,
-      score: submission.score,
-      maxScore: submission.maxScore,
-      comment: submission.comment,
-      activityProgress: submission.activityProgress,
-      gradingProgress: submission.gradingProgress,
-      timestamp: pending.submittedAt,
-    });
-  } catch (err) {
-    deps.log.error('grade publication threw', { err, app: app.id, launch: launch.id });
-    outcome = failed('the publication failed inside the service; nothing is known to have reached the LMS');
-  }
-  await store.attempts.record({
-    appId: app.id,
-    contextId: context.id,
-    locationId: location.id,
-    memberId: member.id,
-    score: submission.score,
-    maxScore: submission.maxScore,
-    comment: submission.comment,
-    activityProgress: submission.activityProgress,
-    gradingProgress: submission.gradingProgress,
-    sourceType: 'api_key',
-    sourceId: '',
-    submittedUs: pending.submittedUs,
-    outcome: { status: outcome.status, response: outcome.response, error: outcome.error },
-  });
+  // The same strictly increasing instant as every other score of this member at this location (the
+  // gradebook refuses a score not later than the last one, S-12); the grade turns pending at it.
+  const { outcome, kept: pending } = await publishAttempt(
+    { store, publisher: services.publisher, log: deps.log },
+    {
+      records: { app, organization, context, location, placement, member, user },
+      submission,
+      source: { type: 'api_key', id: '' },
+      logFields: { launch: launch.id },
+    },
+    async (reserved) => {
+      const grade = await store.launchGrades.submit({
+        appId: app.id,
+        launchId: launch.id,
+        ...submission,
+        submittedUs: reserved.submittedUs,
+      });
+      return { instant: { submittedUs: grade.submittedUs, submitted: grade.submittedAt }, kept: grade };
+    },
+  );
   const marked =
     outcome.status === 'success'
       ? await store.launchGrades.markSynced(pending.id, pending.submittedUs)
       : await store.launchGrades.markFailed(pending.id, outcome.error, pending.submittedUs);
-  deps.log.info('launch grade published', { grade: pending.id, launch: launch.id, status: outcome.status, at: submitted });
+  deps.log.info('launch grade published', { grade: pending.id, launch: launch.id, status: outcome.status, at: pending.submittedAt });
   // A resubmission that arrived meanwhile owns the stored record now; this answer describes this one.
   if (marked && marked.submittedUs === pending.submittedUs) return marked;
   const syncedAt = outcome.status === 'success' ? isoFromUs(nowUs(services.clock)) : null;

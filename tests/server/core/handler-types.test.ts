@@ -8,6 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { operations as operationTable } from '../../../generated/2026-09-21/operations.js';
 import type { OperationId } from '../../../generated/2026-09-21/operations.js';
+import type { operations as Operations0825 } from '../../../generated/2026-08-25/types.js';
 import type { operations } from '../../../generated/2026-09-21/types.js';
 import type { ServedOperations } from '../../../server/contracts/2026-09-21/index.js';
 import { handlers } from '../../../server/contracts/2026-09-21/index.js';
@@ -34,6 +35,16 @@ export const wrongBody: Handler<operations['submitScore']> = async () => ({ stat
 // A status the operation does not list (a row PUT answers 204, with no body).
 // @ts-expect-error 200 is not a status of putMemberRow
 export const wrongStatus: Handler<operations['putMemberRow']> = async () => ({ status: 200, body: {} });
+
+// A body on a response the spec declares with no content (a row PUT answers 204, empty), alone or as one
+// branch of a union; the writer would otherwise send it with the 204.
+// @ts-expect-error a 204 of putMemberRow has no body
+export const bodyOnNoContent: Handler<operations['putMemberRow']> = async () => ({ status: 204, body: {} });
+// @ts-expect-error the 204 branch carries a body
+export const bodyOnNoContentBranch: Handler<operations['putMemberRow']> = async (ctx) => (ctx.params.member_id === '' ? { status: 204 } : { status: 204, body: { saved: true } });
+// The same rule for an archived contract's own generated types (its provision PUT answers 204).
+// @ts-expect-error a 204 of provisionContext (2026-08-25) has no body
+export const bodyOnArchivedNoContent: Handler<Operations0825['provisionContext']> = async () => ({ status: 204, body: '' });
 
 // A problem status returned as a result: problems are thrown as `Problem`, never returned.
 // @ts-expect-error 422 is a problem response
