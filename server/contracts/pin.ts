@@ -8,7 +8,7 @@
  * its digest, and an expired or revoked one still names its tool.
  */
 import { bearerCredential } from '../auth/credentials.js';
-import type { Services } from '../http/services.js';
+import type { CredentialStore } from '../auth/credentials.js';
 import { API_KEY_PREFIX, API_TOKEN_PREFIX, parseApiKey } from '../store/ids.js';
 
 export interface CredentialPin {
@@ -18,10 +18,10 @@ export interface CredentialPin {
   version: string | null;
 }
 
-export async function pinnedContract(services: Pick<Services, 'store'>, authorization: string | string[] | undefined): Promise<CredentialPin> {
+/** `store` is the request's `requestCredentialStore`, so the credential step does not read it all again. */
+export async function pinnedContract(store: CredentialStore, authorization: string | string[] | undefined): Promise<CredentialPin> {
   const credential = bearerCredential(authorization);
   if (credential === null) return { credential: false, version: null };
-  const { store } = services;
   let appId: string | null = null;
   if (credential.startsWith(API_KEY_PREFIX)) {
     appId = parseApiKey(credential)?.appId ?? null;

@@ -11,6 +11,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import { resolvePrincipal } from '../auth/credentials.js';
+import type { CredentialStore } from '../auth/credentials.js';
 import type { Principal } from '../auth/principal.js';
 import { hasBody, isMediaType, parseFormBody, parseJsonBody, readRawBody, unsupportedMediaType } from './body.js';
 import type { Logger } from './log.js';
@@ -58,6 +59,8 @@ export interface PipelineOptions {
 export interface RequestLocals {
   requestId: string;
   log: Logger;
+  /** The request's credential reads, shared by the contract dispatch and the credential step. */
+  credentialStore?: CredentialStore;
   /** The matched operation's path template, for the access log. */
   route?: string;
   operationId?: string;
@@ -205,7 +208,7 @@ export function contractPipeline(contract: ContractDefinition, services: Service
         contract.authenticate === 'handler'
           ? { kind: 'none' }
           : await resolvePrincipal(
-              services.store,
+              locals.credentialStore ?? services.store,
               { security: operation.security, scoreUrl: operation.tag === 'Scores' },
               req.headers.authorization,
             );

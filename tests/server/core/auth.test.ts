@@ -2,7 +2,7 @@
  * Credential resolution over real HTTP (NS-21, GAP-28): which credential each URL takes and the exact
  * 401 messages; the API key's tool and rotation; suspended tools; expired and revoked tokens.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { PlacedLocation, TestLaunch, TestServer, Tool } from '../harness.js';
 import { createTool, launch, placeLocation, problemOf, startServer } from '../harness.js';
 
@@ -136,5 +136,20 @@ describe('suspended tools', () => {
     await expect401(await fetch(otherStudent.claims.storage.member, { headers: { Authorization: otherStudent.auth } }), detail);
     await server.services.store.apps.setStatus(other.app.id, 'active');
     expect((await fetch(otherStudent.claims.storage.member, { headers: { Authorization: otherStudent.auth } })).status).toBe(200);
+  });
+});
+
+describe('the credential is read once per request', () => {
+  it('the contract dispatch (the tool\'s pin) and the credential step share one token lookup', async () => {
+    const verify = vi.spyOn(server.services.store.apiTokens, 'verify');
+    try {
+      // No Contract-Version header: the dispatch reads the token to find the tool's pin, then the
+      // served contract's credential step judges it; the store is asked once.
+      const res = await fetch(student.claims.storage.member, { headers: { Authorization: student.auth } });
+      expect(res.status).toBe(200);
+      expect(verify.mock.calls.filter(([token]) => `Bearer ${token}` === student.auth)).toHaveLength(1);
+    } finally {
+      verify.mockRestore();
+    }
   });
 });
