@@ -1302,6 +1302,11 @@ export interface components {
          *     extid that was not in that answer answers 422; no picker answer yet answers 409.
          */
         PlacementCreate: {
+            /**
+             * @description A location's `extid`. Empty answers 422 `extid cannot be blank`, longer than 128 characters 422 `extid
+             *     must be at most 128 characters`, any other character 422 `extid must be 1 to 128 letters, digits, '_' or
+             *     '-'` (no location can have such an extid).
+             */
             extid: string;
             /** @description The placement's name, in place of the location's label (an instructor may rename a link). Blank answers 422 `label cannot be blank`. */
             label?: string;

@@ -5,7 +5,6 @@
  * written (and the outbound client checks them again on every call).
  */
 import type { components, operations } from '../../generated/dashboard/types.js';
-import { CONTRACT_VERSIONS } from '../../rules/locations.js';
 import type { EndpointRule } from '../../rules/endpoint-url.js';
 import { Problem } from '../http/problem.js';
 import type { Handlers } from '../http/registry.js';
@@ -14,14 +13,15 @@ import type { Services } from '../http/services.js';
 import type { EndpointField } from '../outbound/index.js';
 import { ensureSandbox } from '../sandbox/index.js';
 import { attemptJson } from '../scores/submit.js';
-import type { AppRecord, AppSettingsPatch, BuilderRecord, Hosting } from '../store/index.js';
+import type { AppRecord, AppSettingsPatch, BuilderRecord } from '../store/index.js';
 import { createRepositories, InvalidCursorError, isoFromMs, NoApiKeyError, UniqueViolationError } from '../store/index.js';
-import { emailField, enumField, ID_PATTERN, logoUrlField, nullableText, objectBody, refuseUnknown, textField, unprocessable } from './bodies.js';
+import { logoUrl, unprocessable } from './bodies.js';
 import { appGuard, dashboardGuard } from './guard.js';
 import { makeCursor, pageOf, queryString, readListQuery } from './lists.js';
 
 type AppJson = components['schemas']['App'];
 type BuilderJson = components['schemas']['Builder'];
+type SettingsJson = components['schemas']['AppSettingsPatch'];
 
 export const APP_OPERATION_IDS = [
   'getMe',
@@ -42,7 +42,6 @@ export const APP_OPERATION_IDS = [
 
 export type AppOperationId = (typeof APP_OPERATION_IDS)[number];
 
-const HOSTINGS: readonly Hosting[] = ['hosted', 'self_hosted'];
 const ENDPOINT_FIELDS = ['callback_url', 'provision_url', 'locations_url'] as const;
 const NO_STORE = { 'Cache-Control': 'no-store' } as const;
 
@@ -85,35 +84,24 @@ async function endpointUrl(services: Services, field: EndpointField, value: unkn
   return check.url;
 }
 
-/** The settings patch, checked whole before anything is written (all or nothing). */
-async function readSettings(services: Services, app: AppRecord, body: unknown): Promise<AppSettingsPatch> {
-  const input = objectBody(body);
-  if ('status' in input) throw unprocessable('status_read_only', 'status is changed only by the platform team');
-  if ('hosting' in input) throw unprocessable('hosting_permanent', 'hosting mode is permanent');
-  refuseUnknown(input, ['name', 'description', 'logo_url', 'contract_version', ...ENDPOINT_FIELDS]);
+/**
+ * The settings patch, checked whole before anything is written (all or nothing). The validator has
+ * checked every field's shape; what is left is the tool's state and the URL rules.
+ */
+async function readSettings(services: Services, app: AppRecord, input: SettingsJson): Promise<AppSettingsPatch> {
   if (app.hosting === 'hosted' && ENDPOINT_FIELDS.some((f) => f in input)) {
     throw unprocessable('hosted_no_urls', 'hosted tools have no endpoint URLs');
   }
   const patch: AppSettingsPatch = {};
-  const name = textField(input, 'name', { required: false, max: 200 });
-  if (name !== undefined) patch.name = name;
-  const description = nullableText(input, 'description', 2000);
-  if (description !== undefined) patch.description = description;
-  const logo = logoUrlField(input);
+  if (input.name !== undefined) patch.name = input.name;
+  if (input.description !== undefined) patch.description = input.description;
+  const logo = logoUrl(input.logo_url);
   if (logo !== undefined) patch.logoUrl = logo;
-  const version = enumField(input, 'contract_version', CONTRACT_VERSIONS, { required: false });
-  if (version !== undefined) patch.contractVersion = version;
+  if (input.contract_version !== undefined) patch.contractVersion = input.contract_version;
   if ('callback_url' in input) patch.callbackUrl = await endpointUrl(services, 'callback_url', input['callback_url']);
   if ('provision_url' in input) patch.provisionUrl = await endpointUrl(services, 'provision_url', input['provision_url']);
   if ('locations_url' in input) patch.locationsUrl = await endpointUrl(services, 'locations_url', input['locations_url']);
   return patch;
-}
-
-function optionalIdQuery(req: Parameters<typeof queryString>[0], name: string): string | undefined {
-  const value = queryString(req, name);
-  if (value === undefined) return undefined;
-  // A value no ID can have matches nothing: the filter is kept and the page is empty.
-  return value;
 }
 
 export const appHandlers: Pick<Handlers<operations>, AppOperationId> = {
@@ -134,10 +122,8 @@ export const appHandlers: Pick<Handlers<operations>, AppOperationId> = {
   }),
 
   createBuilder: withGuard(dashboardGuard<operations['createBuilder']>('platform'), async (ctx) => {
-    const input = objectBody(ctx.body);
-    refuseUnknown(input, ['name', 'email']);
-    const name = textField(input, 'name', { required: true, max: 200 }) as string;
-    const email = emailField(input);
+    const name = ctx.body.name;
+    const email = ctx.body.email.toLowerCase();
     const taken = (): Problem => new Problem(409, 'builder_email_taken', `a builder with the email ${email} already exists`);
     if (await ctx.services.store.builders.findByEmail(email)) throw taken();
     let created;
@@ -155,9 +141,6 @@ export const appHandlers: Pick<Handlers<operations>, AppOperationId> = {
     const { principal } = ctx.guarded;
     const now = ctx.services.clock.nowMs();
     const statusRaw = queryString(ctx.req, 'status');
-    if (statusRaw !== undefined && !['draft', 'active', 'suspended'].includes(statusRaw)) {
-      throw new Problem(400, 'invalid_status', 'status must be one of [draft, active, suspended]');
-    }
     const listKey = `apps:${principal.kind === 'platform' ? 'platform' : principal.builder.id}:${statusRaw ?? ''}`;
     const query = readListQuery(ctx.req, listKey, now);
     const all =
@@ -172,24 +155,14 @@ export const appHandlers: Pick<Handlers<operations>, AppOperationId> = {
   registerApp: withGuard(dashboardGuard<operations['registerApp']>('builder'), async (ctx) => {
     const { principal } = ctx.guarded;
     if (principal.kind !== 'builder') throw new Error('the guard lets only builders register');
-    const input = objectBody(ctx.body);
-    for (const field of ENDPOINT_FIELDS) {
-      if (field in input) {
-        throw unprocessable('endpoint_url_at_registration', `${field} is not accepted at registration; set it in the tool's settings`);
-      }
-    }
-    refuseUnknown(input, ['name', 'description', 'logo_url', 'hosting', 'contract_version']);
-    const name = textField(input, 'name', { required: true, max: 200 }) as string;
-    const hosting = enumField(input, 'hosting', HOSTINGS, { required: true }) as Hosting;
-    const contractVersion = enumField(input, 'contract_version', CONTRACT_VERSIONS, { required: false });
-    const description = nullableText(input, 'description', 2000);
-    const logoUrl = logoUrlField(input);
+    const { name, hosting, description, contract_version: contractVersion } = ctx.body;
+    const logo = logoUrl(ctx.body.logo_url);
     const { app, apiKey } = await ctx.services.store.apps.create({
       name,
       hosting,
       builderId: principal.builder.id,
       ...(description !== undefined ? { description } : {}),
-      ...(logoUrl !== undefined ? { logoUrl } : {}),
+      ...(logo !== undefined ? { logoUrl: logo } : {}),
       ...(contractVersion !== undefined ? { contractVersion } : {}),
     });
     // The Sandbox is created with the tool (GAP-24).
@@ -218,9 +191,7 @@ export const appHandlers: Pick<Handlers<operations>, AppOperationId> = {
   }),
 
   addAppBuilder: withGuard(appGuard<operations['addAppBuilder']>(), async (ctx) => {
-    const input = objectBody(ctx.body);
-    refuseUnknown(input, ['email']);
-    const email = emailField(input);
+    const email = ctx.body.email.toLowerCase();
     const { store } = ctx.services;
     const builder = await store.builders.findByEmail(email);
     if (!builder || builder.role !== 'builder') throw new Problem(404, 'builder_not_found', `no builder has the email ${email}`);
@@ -285,16 +256,10 @@ export const appHandlers: Pick<Handlers<operations>, AppOperationId> = {
     const app = ctx.guarded.app;
     const now = ctx.services.clock.nowMs();
     const filters: Record<string, string | undefined> = {
-      contextId: optionalIdQuery(ctx.req, 'context_id'),
-      locationId: optionalIdQuery(ctx.req, 'location_id'),
-      memberId: optionalIdQuery(ctx.req, 'member_id'),
+      contextId: queryString(ctx.req, 'context_id'),
+      locationId: queryString(ctx.req, 'location_id'),
+      memberId: queryString(ctx.req, 'member_id'),
     };
-    for (const [name, value] of Object.entries(filters)) {
-      if (value !== undefined && !ID_PATTERN.test(value)) {
-        const param = name.replace(/Id$/, '_id');
-        throw new Problem(400, 'invalid_query', `${param} must be 1 to 64 letters, digits, '_' or '-'`);
-      }
-    }
     const listKey = `grades:${app.id}:${filters['contextId'] ?? ''}:${filters['locationId'] ?? ''}:${filters['memberId'] ?? ''}`;
     const query = readListQuery(ctx.req, listKey, now);
     if (query.position !== undefined && typeof query.position !== 'string') {

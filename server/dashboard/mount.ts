@@ -7,9 +7,8 @@
  *
  * Requests outside `/dashboard/v1/` pass through untouched. It runs the contract pipeline (operation,
  * 404/405, guard, 415, 413, 400, validator, handler, response validation) over the dashboard spec, with
- * the credential checked by each operation's guard (`guard.ts`). The validator sees the spec without its
- * request schemas and query parameters: the handlers read bodies and queries themselves with the spec's
- * exact messages (`bodies.ts`, `lists.ts`), and the validator still checks every response.
+ * the credential checked by each operation's guard (`guard.ts`). The validator checks bodies and queries
+ * against the spec, and `validation.ts` gives its failures the dashboard's words.
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { operations as dashboardOperations } from '../../generated/dashboard/operations.js';
@@ -23,6 +22,7 @@ import { loadBundledSpec } from '../http/spec.js';
 import type { SandboxLmsOperationId } from '../sandbox-lms/handlers.js';
 import { appHandlers } from './apps.js';
 import { sandboxHandlers } from './sandbox.js';
+import { dashboardValidationRules } from './validation.js';
 
 export const DASHBOARD_PATH = '/dashboard/v1';
 
@@ -34,47 +34,25 @@ export const dashboardHandlers: Handlers<Pick<operations, DashboardOperationId>>
 
 type SpecObject = Record<string, unknown>;
 
-/** The dashboard spec as the validator gets it: only `/dashboard/v1/` paths, requests unchecked. */
+/** The dashboard spec as the validator gets it: only the `/dashboard/v1/` paths this mount serves. */
 export function dashboardServedSpec(full: SpecObject = loadBundledSpec('dashboard')): SpecObject {
-  const paths = (full['paths'] ?? {}) as Record<string, Record<string, unknown>>;
-  const components = (full['components'] ?? {}) as { parameters?: Record<string, { in?: string }> };
-  const inQuery = (p: Record<string, unknown>): boolean => {
-    const ref = typeof p['$ref'] === 'string' ? p['$ref'] : null;
-    const resolved = ref === null ? p : components.parameters?.[ref.split('/').pop() ?? ''];
-    return resolved?.['in'] === 'query';
-  };
-  const kept: Record<string, unknown> = {};
-  for (const [path, item] of Object.entries(paths)) {
-    if (!path.startsWith(`${DASHBOARD_PATH}/`)) continue;
-    const copy: Record<string, unknown> = {};
-    for (const [key, value] of Object.entries(item)) {
-      if (key === 'parameters' || typeof value !== 'object' || value === null) {
-        copy[key] = value;
-        continue;
-      }
-      const op = { ...(value as Record<string, unknown>) };
-      if (Array.isArray(op['parameters'])) {
-        op['parameters'] = (op['parameters'] as Array<Record<string, unknown>>).filter((p) => !inQuery(p));
-      }
-      const body = op['requestBody'] as { content?: Record<string, unknown> } | undefined;
-      if (body?.content) {
-        op['requestBody'] = {
-          required: false,
-          content: Object.fromEntries(Object.keys(body.content).map((type) => [type, { schema: {} }])),
-        };
-      }
-      copy[key] = op;
-    }
-    kept[path] = copy;
-  }
-  return { ...full, paths: kept };
+  const paths = (full['paths'] ?? {}) as Record<string, unknown>;
+  return { ...full, paths: Object.fromEntries(Object.entries(paths).filter(([path]) => path.startsWith(`${DASHBOARD_PATH}/`))) };
 }
 
 export function dashboardPipeline(services: Services, options: PipelineOptions): RequestHandler {
   const ids = Object.keys(dashboardHandlers) as DashboardOperationId[];
   const table: Record<string, OperationEntry> = Object.fromEntries(ids.map((id) => [id, dashboardOperations[id]]));
+  const spec = dashboardServedSpec();
   const pipeline = contractPipeline(
-    { version: 'dashboard', spec: dashboardServedSpec(), operations: table, handlers: dashboardHandlers, authenticate: 'handler' },
+    {
+      version: 'dashboard',
+      spec,
+      operations: table,
+      handlers: dashboardHandlers,
+      authenticate: 'handler',
+      validationRules: dashboardValidationRules(spec),
+    },
     services,
     options,
   );

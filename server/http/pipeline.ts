@@ -248,7 +248,12 @@ export function contractPipeline(contract: ContractDefinition, services: Service
         }
         if (body === undefined) {
           if (kind.required) {
-            throw mapValidationFailures(operation, [{ path: '/body', keyword: 'required', message: 'request body is required' }], undefined, rules);
+            throw mapValidationFailures(
+              operation,
+              [{ path: '/body', keyword: 'required', message: 'request body is required' }],
+              { body: undefined, params, query: req.query },
+              rules,
+            );
           }
           // An absent optional body is not a body of the declared media type.
           delete req.headers['content-type'];
@@ -261,7 +266,7 @@ export function contractPipeline(contract: ContractDefinition, services: Service
           await validate(req, res, (err) => next(err));
         } catch (err) {
           if (isValidatorError(err) && err.status < 500) {
-            throw mapValidationFailures(operation, failuresFromValidatorError(err), body, rules);
+            throw mapValidationFailures(operation, failuresFromValidatorError(err), { body, params, query: req.query }, rules);
           }
           throw err;
         }

@@ -20,6 +20,14 @@ export interface ValidationFailure {
 
 type OpMatcher = (op: OperationEntry) => boolean;
 
+/** What a rule may read of the refused request, besides its failures (a message may name a value sent). */
+export interface RefusedRequest {
+  body: unknown;
+  /** Path parameters as the URL carried them. */
+  params: Readonly<Record<string, string>>;
+  query: Readonly<Record<string, unknown>>;
+}
+
 interface MessageRule {
   kind: 'message';
   name: string;
@@ -29,7 +37,7 @@ interface MessageRule {
   keywords?: readonly string[];
   status: number;
   code: string;
-  message: string | ((failure: ValidationFailure) => string);
+  message: string | ((failure: ValidationFailure, request: RefusedRequest) => string);
 }
 
 /** A rule that computes the whole problem itself (the patch shape has its own precise messages). */
@@ -38,7 +46,7 @@ interface ResolverRule {
   name: string;
   ops: OpMatcher;
   path: string;
-  resolve: (failures: readonly ValidationFailure[], body: unknown) => Problem | null;
+  resolve: (failures: readonly ValidationFailure[], request: RefusedRequest) => Problem | null;
 }
 
 export type MappingRule = MessageRule | ResolverRule;
@@ -84,7 +92,7 @@ export const MAPPING_RULES: readonly MappingRule[] = [
     name: 'row patch',
     ops: isRowPatch,
     path: '/body/**',
-    resolve: (_failures, body) => {
+    resolve: (_failures, { body }) => {
       const shape = validatePatchShape(body);
       if (shape.ok) return null;
       return new Problem(422, 'invalid_patch', shape.message, {
@@ -140,7 +148,7 @@ function ruleMatches(rule: MappingRule, op: OperationEntry, failure: ValidationF
 export function mapValidationFailures(
   op: OperationEntry,
   failures: readonly ValidationFailure[],
-  body: unknown,
+  request: RefusedRequest,
   rules: readonly MappingRule[] = MAPPING_RULES,
 ): Problem {
   let best: { index: number; rule: MappingRule; failure: ValidationFailure } | null = null;
@@ -150,7 +158,7 @@ export function mapValidationFailures(
     const index = rules.findIndex((rule) => ruleMatches(rule, op, failure));
     const rule = index === -1 ? undefined : rules[index];
     if (rule && (best === null || index < best.index)) best = { index, rule, failure };
-    const message = rule?.kind === 'message' ? render(rule, failure) : failure.message;
+    const message = rule?.kind === 'message' ? render(rule, failure, request) : failure.message;
     const key = `${failure.path}\u0000${message}`;
     if (!seen.has(key)) {
       seen.add(key);
@@ -158,14 +166,14 @@ export function mapValidationFailures(
     }
   }
   if (best?.rule.kind === 'resolver') {
-    const resolved = best.rule.resolve(failures, body);
+    const resolved = best.rule.resolve(failures, request);
     if (resolved) return resolved;
     const fallback = rules.findIndex((r, i) => i > best.index && ruleMatches(r, op, best.failure));
     const rule = rules[fallback];
-    if (rule?.kind === 'message') return new Problem(rule.status, rule.code, render(rule, best.failure), { errors });
+    if (rule?.kind === 'message') return new Problem(rule.status, rule.code, render(rule, best.failure, request), { errors });
   }
   if (best?.rule.kind === 'message') {
-    return new Problem(best.rule.status, best.rule.code, render(best.rule, best.failure), { errors });
+    return new Problem(best.rule.status, best.rule.code, render(best.rule, best.failure, request), { errors });
   }
   const first = failures[0];
   return new Problem(400, 'invalid_request', first ? `request is invalid: ${first.path} ${first.message}` : 'request is invalid', {
@@ -173,8 +181,8 @@ export function mapValidationFailures(
   });
 }
 
-function render(rule: MessageRule, failure: ValidationFailure): string {
-  return typeof rule.message === 'string' ? rule.message : rule.message(failure);
+function render(rule: MessageRule, failure: ValidationFailure, request: RefusedRequest): string {
+  return typeof rule.message === 'string' ? rule.message : rule.message(failure, request);
 }
 
 interface ValidatorErrorItem {

@@ -7,6 +7,7 @@ import { operations } from '../../../generated/2026-09-21/operations.js';
 import type { OperationEntry } from '../../../server/http/routes.js';
 import type { ValidationFailure } from '../../../server/http/validation-errors.js';
 import { failuresFromValidatorError, FILE_KEY_MESSAGE, MAPPING_RULES, mapValidationFailures } from '../../../server/http/validation-errors.js';
+import type { RefusedRequest } from '../../../server/http/validation-errors.js';
 
 const op = (id: keyof typeof operations): OperationEntry => operations[id];
 const f = (path: string, keyword: string, message = 'validator says no'): ValidationFailure => ({ path, keyword, message });
@@ -52,9 +53,12 @@ const cases: Case[] = [
   { rule: 'body', op: op('putContextRow'), failures: [f('/body/x', 'type', 'must be string')], status: 422, code: 'invalid_body', detail: 'request body is invalid: /x must be string' },
 ];
 
+/** A refused request with only a body (no rule of the contracts' table reads the URL or the query). */
+const refused = (body: unknown): RefusedRequest => ({ body, params: {}, query: {} });
+
 describe('validator failures → contract problems', () => {
   it.each(cases)('$rule', (c) => {
-    const problem = mapValidationFailures(c.op, c.failures, c.body);
+    const problem = mapValidationFailures(c.op, c.failures, refused(c.body));
     expect({ status: problem.status, code: problem.code, detail: problem.detail }).toEqual({
       status: c.status,
       code: c.code,
@@ -72,7 +76,7 @@ describe('validator failures → contract problems', () => {
     const problem = mapValidationFailures(
       op('submitScore'),
       [f('/body/foo', 'additionalProperties'), f('/body/grading_progress', 'enum'), f('/body/score', 'maximum'), f('/body/max_score', 'exclusiveMinimum')],
-      undefined,
+      refused(undefined),
     );
     expect(problem.detail).toBe('score must be between 0 and 1');
     expect(problem.errors).toEqual([
@@ -85,7 +89,7 @@ describe('validator failures → contract problems', () => {
 
   it('names each malformed patch operation with its index (the patch rules\' own messages)', () => {
     const body = { patch: [{ op: 'add', path: '/a', value: 1 }, { op: 'bogus', path: '/b' }, { op: 'move', path: '/c' }] };
-    const problem = mapValidationFailures(op('patchMemberLocationRow'), [f('/body/patch/1/op', 'enum'), f('/body/patch/2', 'oneOf')], body);
+    const problem = mapValidationFailures(op('patchMemberLocationRow'), [f('/body/patch/1/op', 'enum'), f('/body/patch/2', 'oneOf')], refused(body));
     expect(problem.status).toBe(422);
     expect(problem.code).toBe('invalid_patch');
     expect(problem.detail).toMatch(/^patch operation 1 /);
@@ -93,7 +97,7 @@ describe('validator failures → contract problems', () => {
   });
 
   it('answers 400 for a failure no rule knows', () => {
-    const problem = mapValidationFailures(op('getContextRow'), [f('/query/x', 'unknown', "Unknown query parameter 'x'")], undefined);
+    const problem = mapValidationFailures(op('getContextRow'), [f('/query/x', 'unknown', "Unknown query parameter 'x'")], refused(undefined));
     expect(problem.status).toBe(400);
     expect(problem.code).toBe('invalid_request');
   });
