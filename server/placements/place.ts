@@ -134,27 +134,39 @@ async function appInContext(services: Services, appId: string, contextId: string
 
 /** The dashboard's `Placement` of a fresh placement. */
 export function placementJson(outcome: PlacementOutcome): PlacementJson {
-  const { placement, provisioning } = outcome;
-  const entry = placement.entry;
+  const { provisioning } = outcome;
   const state = (level: { state: ProvisioningState } | null): ProvisioningState => level?.state ?? 'provisioned';
+  return placementJsonOf(outcome.placement, outcome.location.extid, {
+    context: state(provisioning.context),
+    location: state(provisioning.location),
+    error: provisioning.error,
+  });
+}
+
+/**
+ * The dashboard's `Placement`: the copy stored at placement time, with the location's extid when the copy
+ * has none (a stored location placed under 2026-08-19), and its levels' provisioning as the caller read it.
+ */
+export function placementJsonOf(
+  placement: PlacementRecord,
+  locationExtid: string | null | undefined,
+  provisioning: PlacementJson['provisioning'],
+): PlacementJson {
+  const entry = placement.entry;
   return {
     id: placement.id,
     context_id: placement.contextId,
     resource_link: placement.resourceLink,
     location: {
       id: placement.locationId,
-      extid: entry.extid ?? outcome.location.extid ?? outcome.location.id,
+      extid: entry.extid ?? locationExtid ?? placement.locationId,
       type: entry.type,
       label: entry.label,
       description: entry.description ?? null,
       points: entry.type === 'assessment' ? (entry.points ?? 100) : null,
     },
     line_item_id: placement.lineItemId,
-    provisioning: {
-      context: state(provisioning.context),
-      location: state(provisioning.location),
-      error: provisioning.error,
-    },
+    provisioning,
     created: isoFromMs(placement.createdAt),
   };
 }

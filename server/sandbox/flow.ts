@@ -9,7 +9,7 @@ import type { Services } from '../http/services.js';
 import { Problem } from '../http/problem.js';
 import { issueLaunchTicket } from '../launch-page/tickets.js';
 import type { IssuedTicket } from '../launch-page/tickets.js';
-import { openPicker, placeFromPicker, placementErrorOf, placementJson, provisionsOnFirstNeed } from '../placements/index.js';
+import { openPicker, placeFromPicker, placementErrorOf, placementJson, placementJsonOf, provisionsOnFirstNeed } from '../placements/index.js';
 import type { Picker, PlacementJson } from '../placements/index.js';
 import { readSandboxGradebook } from '../sandbox-lms/gradebook.js';
 import type { AppRecord, PlacementRecord, ProvisioningLevel, ProvisioningState } from '../store/index.js';
@@ -53,23 +53,7 @@ export async function storedPlacementJson(services: Pick<Services, 'store'>, app
   const context = await levelState(services, app, { appId: app.id, contextId: placement.contextId });
   const location = await levelState(services, app, { appId: app.id, contextId: placement.contextId, locationId: placement.locationId });
   const stored = await services.store.locations.get(placement.locationId);
-  const entry = placement.entry;
-  return {
-    id: placement.id,
-    context_id: placement.contextId,
-    resource_link: placement.resourceLink,
-    location: {
-      id: placement.locationId,
-      extid: entry.extid ?? stored?.extid ?? placement.locationId,
-      type: entry.type,
-      label: entry.label,
-      description: entry.description ?? null,
-      points: entry.type === 'assessment' ? (entry.points ?? 100) : null,
-    },
-    line_item_id: placement.lineItemId,
-    provisioning: { context: context.state, location: location.state, error: context.error ?? location.error },
-    created: isoFromMs(placement.createdAt),
-  };
+  return placementJsonOf(placement, stored?.extid, { context: context.state, location: location.state, error: context.error ?? location.error });
 }
 
 export async function readSandbox(services: Services, app: AppRecord): Promise<SandboxJson> {
