@@ -12,6 +12,8 @@ import { operations } from '../../../generated/dashboard/operations.js';
 import { AGS_MEDIA_TYPES, AGS_SCOPES, sandboxClientId, sandboxTokenUrl } from '../../../server/sandbox-lms/school.js';
 import type { TestServer } from '../harness.js';
 import { createTool, launch, placeLocation, startServer } from '../harness.js';
+import type { Attempt } from '../fuzz-runner.js';
+import { runAttempts, urlFor as fuzzUrl } from '../fuzz-runner.js';
 
 let server: TestServer;
 let valid: Record<string, string>;
@@ -91,50 +93,8 @@ const CONTENT_TYPES = [
   undefined,
 ];
 
-interface Attempt {
-  method: string;
-  url: string;
-  headers: Record<string, string>;
-  body?: string | Uint8Array;
-  label: string;
-  tokenEndpoint: boolean;
-}
-
-function urlFor(template: string, params: Record<string, string>): string {
-  return `${server.url}${template.replace(/\{([a-z_]+)\}/g, (_m, name: string) => params[name] ?? 'x')}`;
-}
-
-async function runAll(attempts: Attempt[]): Promise<Array<{ label: string; status: number; problem: string }>> {
-  const bad: Array<{ label: string; status: number; problem: string }> = [];
-  let index = 0;
-  const worker = async (): Promise<void> => {
-    while (index < attempts.length) {
-      const a = attempts[index];
-      index += 1;
-      if (!a) continue;
-      let status = 0;
-      let problem = '';
-      try {
-        const res = await fetch(a.url, { method: a.method, headers: a.headers, ...(a.body !== undefined ? { body: a.body as BodyInit } : {}) });
-        status = res.status;
-        const text = await res.text();
-        if (!res.headers.get('request-id')) problem = 'no Request-Id';
-        const type = res.headers.get('content-type') ?? '';
-        // The token endpoint answers its refusals as RFC 6749 does; every other route in the problem envelope.
-        const oauthError = a.tokenEndpoint && type.startsWith('application/json') && /"error":"[a-z_]+"/.test(text);
-        if (status >= 400 && !type.startsWith('application/problem+json') && !oauthError) problem = `error without a problem body (${type}): ${text.slice(0, 200)}`;
-        if (status >= 500) problem = text.slice(0, 300);
-      } catch (err) {
-        // The server may close the connection after a 413; anything else is a failure.
-        const cause = (err as { cause?: { code?: string } }).cause?.code;
-        if (cause !== 'UND_ERR_SOCKET' && cause !== 'ECONNRESET' && cause !== 'EPIPE') problem = `request failed: ${String(err)} ${cause ?? ''}`;
-      }
-      if (status >= 500 || problem) bad.push({ label: a.label, status, problem });
-    }
-  };
-  await Promise.all(Array.from({ length: 8 }, worker));
-  return bad;
-}
+const urlFor = (template: string, params: Record<string, string>): string => fuzzUrl(server.url, template, params);
+const runAll = (attempts: Attempt[]) => runAttempts(attempts, 8);
 
 describe('no caller input to the Sandbox LMS produces a 500', () => {
   it('covers every Sandbox LMS operation of the dashboard spec', () => {
