@@ -58,16 +58,7 @@ beforeAll(async () => {
   builder = await createBuilder(server, platform, 'Pinned Builder');
   tool.route('/locations', (req, res, recorded) => locationsRoute(req, res, recorded));
   tool.route('/launch', answer.text('<!DOCTYPE html><title>Quiz</title>', 200, 'text/html'));
-  // As a tool does: accept with 204 at once, then PUT the provision URL of the level the request names.
-  tool.route('/provision', (_req, res, recorded) => {
-    res.writeHead(204).end();
-    void (async () => {
-      const claims = JSON.parse(Buffer.from((recorded.form.get('launch_data') ?? '').split('.')[1] ?? '', 'base64url').toString('utf8')) as Json;
-      const provision = claims['provision'] as { context: string; location: string | null };
-      const apiToken = (claims['api'] as { token: string }).token;
-      await fetch(provision.location ?? provision.context, { method: 'PUT', headers: { Authorization: `Bearer ${apiToken}` } });
-    })();
-  });
+  tool.route('/provision', answer.provisioning());
 });
 afterAll(async () => {
   await tool?.close();

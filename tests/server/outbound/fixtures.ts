@@ -100,6 +100,25 @@ export const answer = {
     },
   /** Reads the request and never answers. */
   hang: (): Route => () => undefined,
+  /**
+   * As a tool answers a provision request: 204 at once, then a PUT of the provision URL of the level the
+   * request names, with the request's own api.token (unless `ready()` says the level is not ready).
+   */
+  provisioning:
+    (ready: () => boolean = () => true): Route =>
+    (_req, res, recorded) => {
+      res.writeHead(204).end();
+      if (!ready()) return;
+      void (async () => {
+        const token = recorded.form.get('launch_data') ?? '';
+        const claims = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as {
+          provision: { context: string; location: string | null };
+          api: { token: string };
+        };
+        const { provision, api } = claims;
+        await fetch(provision.location ?? provision.context, { method: 'PUT', headers: { Authorization: `Bearer ${api.token}` } });
+      })();
+    },
 };
 
 /** A port nothing listens on (connection refused). */
