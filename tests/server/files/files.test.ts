@@ -408,12 +408,14 @@ describe('the upload target', () => {
     const policy = JSON.parse(Buffer.from(form.fields['policy']!, 'base64url').toString()) as { expires: number };
     expect(policy.expires - clock.nowMs()).toBeGreaterThan(15 * 60 * 1000 - 5_000);
     expect(policy.expires - clock.nowMs()).toBeLessThanOrEqual(15 * 60 * 1000);
-    clock.offset += 15 * 60 * 1000 + 1_000;
+    const saved = clock.offset;
+    // Just past the form's own expiry, from the wall clock at that moment (as for downloads below).
+    clock.offset = policy.expires + 1_000 - Date.now();
     try {
       expect(await detailOf(await postForm(form, 'late'))).toEqual({ status: 403, code: 'upload_form_expired', detail: 'upload form expired' });
       expect((await staff().get(url)).status).toBe(404);
     } finally {
-      clock.offset -= 15 * 60 * 1000 + 1_000;
+      clock.offset = saved;
     }
   });
 
@@ -476,13 +478,17 @@ describe('signed downloads', () => {
     const url = `${course.files.member}/timed.txt`;
     await storeFile(course.instructor.auth, url, 'tick');
     const read = await readFile(url);
-    clock.offset += 5 * 60 * 1000 - 2_000;
+    expect(read.expires - clock.nowMs()).toBeGreaterThan(5 * 60 * 1000 - 5_000);
+    // The service's clock is put just before, then just after, the `expires` the read announced, from the
+    // wall clock at that moment: a slow machine (or a wall clock that steps) cannot blur the boundary.
+    const saved = clock.offset;
     try {
+      clock.offset = read.expires - 2_000 - Date.now();
       expect((await download(read.url)).status).toBe(200);
-      clock.offset += 3_000;
+      clock.offset = read.expires + 1_000 - Date.now();
       expect(await detailOf(await fetch(read.url))).toEqual({ status: 403, code: 'download_expired', detail: 'download URL expired' });
     } finally {
-      clock.offset -= 5 * 60 * 1000 + 1_000;
+      clock.offset = saved;
     }
     // A fresh read gives a fresh URL.
     expect((await download((await readFile(url)).url)).bytes.toString()).toBe('tick');
