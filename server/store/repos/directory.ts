@@ -330,10 +330,14 @@ export class ContextsRepo {
     return result.changes > 0;
   }
 
-  /** A tool's Sandbox courses (its trial course and copies), oldest first. */
+  /**
+   * A tool's Sandbox courses (its trial course and copies), oldest first. Created in the same millisecond,
+   * the trial course still comes before its copy: IDs are random, so they cannot break that tie.
+   */
   async listSandbox(appId: string): Promise<ContextRecord[]> {
     const rows = await this.ctx.db.all<ContextRow>(
-      `SELECT ${CONTEXT_COLUMNS} FROM contexts WHERE sandbox_app_id = ? ORDER BY created_at, id`,
+      `SELECT ${CONTEXT_COLUMNS} FROM contexts WHERE sandbox_app_id = ?
+       ORDER BY created_at, CASE WHEN parent_context_id IS NULL THEN 0 ELSE 1 END, id`,
       [appId],
     );
     return rows.map(toContext);
