@@ -3,11 +3,14 @@
  * fails the start with a clear message instead of surfacing as odd behaviour later.
  */
 import { isAbsolute, resolve } from 'node:path';
+import type { S3Settings } from './files/s3-settings.js';
+import { readS3Settings } from './files/s3-settings.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
-/** Where uploaded files' bytes live: `DATA_DIR/blobs`, or the PostgreSQL database every instance shares. */
-export type BlobStoreKind = 'local' | 'postgres';
+/** Where uploaded files' bytes live: `DATA_DIR/blobs`, the PostgreSQL database every instance shares, or a
+ * bucket of an S3-compatible object store (decision OBJ-01). */
+export type BlobStoreKind = 'local' | 'postgres' | 's3';
 
 export interface Config {
   port: number;
@@ -38,8 +41,10 @@ export interface Config {
   databaseSchema: string | null;
   /** `DATABASE_POOL_SIZE`: connections this instance opens to PostgreSQL at most. */
   databasePoolSize: number;
-  /** `BLOB_STORE`: `local` (default) or `postgres` (needs `DATABASE_URL`). */
+  /** `BLOB_STORE`: `local` (default), `postgres` (needs `DATABASE_URL`) or `s3`. */
   blobStore: BlobStoreKind;
+  /** The bucket's settings when `BLOB_STORE=s3` (`S3_BUCKET`, `S3_REGION`, ...), null otherwise. */
+  s3: S3Settings | null;
   /**
    * `PLATFORM_TOKEN`: the platform team's dashboard credential (decision S-07), at least 32 characters.
    * Null: generated at first start into `DATA_DIR/platform-token` and reused afterwards.
@@ -190,7 +195,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
   };
 }
 
-const BLOB_STORES: readonly BlobStoreKind[] = ['local', 'postgres'];
+const BLOB_STORES: readonly BlobStoreKind[] = ['local', 'postgres', 's3'];
 
 /**
  * The store lines: `DATABASE_URL` picks PostgreSQL, and nothing falls back silently. A URL that is not
@@ -200,7 +205,7 @@ const BLOB_STORES: readonly BlobStoreKind[] = ['local', 'postgres'];
 function readDatabase(
   env: NodeJS.ProcessEnv,
   problems: string[],
-): Pick<Config, 'databaseUrl' | 'databaseSchema' | 'databasePoolSize' | 'blobStore'> {
+): Pick<Config, 'databaseUrl' | 'databaseSchema' | 'databasePoolSize' | 'blobStore' | 's3'> {
   let databaseUrl: string | null = env['DATABASE_URL']?.trim() || null;
   // A bad URL is reported once, as itself, not again by every setting that needs it.
   const databaseUrlGiven = databaseUrl !== null;
@@ -239,7 +244,8 @@ function readDatabase(
   if (blobStore === 'postgres' && !databaseUrlGiven) {
     problems.push('BLOB_STORE=postgres keeps files in the PostgreSQL database, so it needs DATABASE_URL');
   }
-  return { databaseUrl, databaseSchema, databasePoolSize, blobStore };
+  const s3 = readS3Settings(env, blobStore === 's3', problems, parseBool);
+  return { databaseUrl, databaseSchema, databasePoolSize, blobStore, s3 };
 }
 
 /** A configuration for tests and embedding, from explicit values over the defaults. */

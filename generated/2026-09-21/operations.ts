@@ -224,7 +224,7 @@ export const operations = {
   uploadFile: {
     id: 'uploadFile',
     method: 'POST',
-    path: '/v1/uploads',
+    path: '/uploads',
     security: [],
     tag: 'Files',
   },
@@ -437,7 +437,7 @@ export type DeleteMemberLocationFileParams = OperationTypes['deleteMemberLocatio
 export type DeleteMemberLocationFileBody = never;
 export type DeleteMemberLocationFileResponses = OperationTypes['deleteMemberLocationFile']['responses'];
 
-/** POST /v1/uploads: Upload a file with a signed form */
+/** POST /uploads: Upload a file with a signed form */
 export type UploadFileParams = OperationTypes['uploadFile']['parameters'];
 export type UploadFileBody = NonNullable<OperationTypes['uploadFile']['requestBody']>['content']['multipart/form-data'];
 export type UploadFileResponses = OperationTypes['uploadFile']['responses'];

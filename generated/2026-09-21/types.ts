@@ -364,7 +364,7 @@ export interface paths {
         /**
          * Ask to store a file in the context row
          * @description Signs an upload form for the file; the bytes do not pass through this API. Then send a
-         *     `multipart/form-data` POST to the answer's `url` (`/v1/uploads`) carrying every entry of `fields` first
+         *     `multipart/form-data` POST to the answer's `url` (outside this API, decision OBJ-02) carrying every entry of `fields` first
          *     and the file last in a field named `file`, with exactly `size` bytes, within 15 minutes (decision GAP-05).
          *
          *     Before signing, the PUT checks the row's quota: at most 100 files and 104857600 bytes (100 MB) per row,
@@ -462,7 +462,7 @@ export interface paths {
         /**
          * Ask to store a file in the location row
          * @description Signs an upload form for the file; the bytes do not pass through this API. Then send a
-         *     `multipart/form-data` POST to the answer's `url` (`/v1/uploads`) carrying every entry of `fields` first
+         *     `multipart/form-data` POST to the answer's `url` (outside this API, decision OBJ-02) carrying every entry of `fields` first
          *     and the file last in a field named `file`, with exactly `size` bytes, within 15 minutes (decision GAP-05).
          *
          *     Before signing, the PUT checks the row's quota: at most 100 files and 104857600 bytes (100 MB) per row,
@@ -560,7 +560,7 @@ export interface paths {
         /**
          * Ask to store a file in the member row
          * @description Signs an upload form for the file; the bytes do not pass through this API. Then send a
-         *     `multipart/form-data` POST to the answer's `url` (`/v1/uploads`) carrying every entry of `fields` first
+         *     `multipart/form-data` POST to the answer's `url` (outside this API, decision OBJ-02) carrying every entry of `fields` first
          *     and the file last in a field named `file`, with exactly `size` bytes, within 15 minutes (decision GAP-05).
          *
          *     Before signing, the PUT checks the row's quota: at most 100 files and 104857600 bytes (100 MB) per row,
@@ -668,7 +668,7 @@ export interface paths {
         /**
          * Ask to store a file in the member_location row
          * @description Signs an upload form for the file; the bytes do not pass through this API. Then send a
-         *     `multipart/form-data` POST to the answer's `url` (`/v1/uploads`) carrying every entry of `fields` first
+         *     `multipart/form-data` POST to the answer's `url` (outside this API, decision OBJ-02) carrying every entry of `fields` first
          *     and the file last in a field named `file`, with exactly `size` bytes, within 15 minutes (decision GAP-05).
          *
          *     Before signing, the PUT checks the row's quota: at most 100 files and 104857600 bytes (100 MB) per row,
@@ -691,7 +691,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/uploads": {
+    "/uploads": {
         parameters: {
             query?: never;
             header?: never;
@@ -702,7 +702,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a file with a signed form
-         * @description Where a tool sends the file after a file PUT signed a form for it (decision L-05). Send a
+         * @description Where a tool sends the file after a file PUT signed a form for it on an embedded store (decision L-05). Send a
          *     `multipart/form-data` body with every entry of the form's `fields` first and the file last in a part
          *     named `file`. No `Authorization` header: the signature is the credential, so anything that holds the form
          *     can use it until it expires.
@@ -1160,8 +1160,9 @@ export interface components {
             content_type: string;
             /**
              * Format: uri
-             * @description A signed download URL (`GET /v1/downloads/{download_token}`, decision L-05). It needs no credential,
-             *     so hand it to a browser as it is; it works until `expires`.
+             * @description A signed download URL: `GET /v1/downloads/{download_token}` on the embedded stores (decision L-05), or
+             *     a presigned GET of the bucket with an object store (OBJ-06). It needs no credential, so hand it to a
+             *     browser as it is; it works until `expires`.
              */
             url: string;
             /** @description The end of the download URL's life in milliseconds since the epoch, 5 minutes after this read (decision GAP-07). */
@@ -1204,28 +1205,24 @@ export interface components {
          * @description A signed upload form (decision GAP-02). Send a `multipart/form-data` POST to `url` carrying every entry of
          *     `fields` first, in any order, each as a form field with that name and value, and the file's bytes last in a
          *     form field named `file`. No `Authorization` header: the signature is the credential. The bytes do not pass
-         *     through the storage API. The form is valid for 15 minutes (GAP-05); while it is valid it reserves the file's
-         *     size, and a slot when the key is new, in the row's quota (GAP-35).
+         *     through the storage API: `url` is outside it, either the embedded stores' upload target `{origin}/uploads`
+         *     or, with `BLOB_STORE=s3`, the bucket itself (decision OBJ-02). The form is valid for 15 minutes (GAP-05);
+         *     while it is valid it reserves the file's size, and a slot when the key is new, in the row's quota (GAP-35).
          */
         UploadForm: {
             /**
              * Format: uri
-             * @description The upload target, `{origin}/v1/uploads` (decision L-05).
+             * @description The upload target, outside the API: `{origin}/uploads` on the embedded stores (decision L-05), or the
+             *     bucket's URL for a presigned POST with an object store (OBJ-02). Post to it as it is.
              */
             url: string;
             /**
-             * @description Form fields to send before `file`, as given. Treat every value as opaque and send every entry, including
-             *     any this version does not name.
+             * @description Form fields to send before `file`, as given. Treat every name and value as opaque and send every entry:
+             *     the embedded stores give `policy` and `signature`; an object store gives a presigned POST's fields
+             *     (`key`, `Policy`, `X-Amz-Signature`, `Content-Type`, ...), whose policy pins the bucket, the object,
+             *     the exact size, the content type and the expiry (OBJ-02).
              */
             fields: {
-                /**
-                 * @description The signed terms of the upload, base64url: the row, the key, the exact size, the content type, the
-                 *     filename, the attachment flag and the expiry.
-                 */
-                policy: string;
-                /** @description The service's signature over `policy`. */
-                signature: string;
-            } & {
                 [key: string]: string;
             };
         };

@@ -1,7 +1,8 @@
 /**
  * Where the bytes of stored files live. The database keeps which blob a file uses; a blob store only
  * keeps bytes under opaque IDs. The local disk is the default; the store several instances share
- * (database-blob-store.ts, `BLOB_STORE=postgres`) implements the same three calls.
+ * (database-blob-store.ts, `BLOB_STORE=postgres`) and a bucket of an object store (s3-blob-store.ts,
+ * `BLOB_STORE=s3`, which tools reach directly) implement the same three calls.
  *
  * Rules every implementation keeps:
  * - `put` never makes a blob visible under its ID until all `expectedSize` bytes are durable, so a crash
@@ -12,6 +13,7 @@
  *   the local disk), and `delete` of an absent blob is not an error.
  */
 import type { Readable } from 'node:stream';
+import type { RowKey } from '../store/index.js';
 
 export interface StoredBlob {
   id: string;
@@ -24,13 +26,20 @@ export interface OpenedBlob {
   size: number;
 }
 
+/** Whose file a blob holds: an object store names its objects after it (decision OBJ-03). */
+export interface BlobOwner {
+  row: RowKey;
+  key: string;
+}
+
 export interface BlobStore {
   /**
    * Stores exactly `expectedSize` bytes read from `source`. Rejects with `BlobSizeMismatchError` as soon
    * as the source passes `expectedSize`, or when it ends short of it, and keeps nothing. A source that
-   * errors (the client aborted) rejects with that error and keeps nothing.
+   * errors (the client aborted) rejects with that error and keeps nothing. `owner` is the file the blob
+   * is for; stores that name blobs after it need it, the embedded ones ignore it.
    */
-  put(source: AsyncIterable<Uint8Array> | Readable, expectedSize: number): Promise<StoredBlob>;
+  put(source: AsyncIterable<Uint8Array> | Readable, expectedSize: number, owner?: BlobOwner): Promise<StoredBlob>;
   /** Opens a blob for reading; rejects with `BlobNotFoundError` when no blob has the ID. */
   get(id: string): Promise<OpenedBlob>;
   /** Removes a blob; absent is fine. */

@@ -11,6 +11,7 @@ import type { Clock, FileLimits, Store } from '../store/index.js';
 import type { BlobStore } from './blob-store.js';
 import { DatabaseBlobStore } from './database-blob-store.js';
 import { LocalBlobStore } from './local-blob-store.js';
+import { S3BlobStore } from './s3-blob-store.js';
 import { loadFilesSigner } from './signing.js';
 import { FileTransfer } from './transfer.js';
 
@@ -23,7 +24,7 @@ declare module '../http/services.js' {
 
 export interface FileServicesOptions {
   store: Store;
-  config: Pick<Config, 'dataDir' | 'publicUrl'> & Partial<Pick<Config, 'blobStore'>>;
+  config: Pick<Config, 'dataDir' | 'publicUrl'> & Partial<Pick<Config, 'blobStore' | 's3'>>;
   clock: Clock;
   log: Logger;
   /** Another blob store (tests); default: as `config.blobStore` says, `DATA_DIR/blobs` when absent. */
@@ -32,10 +33,16 @@ export interface FileServicesOptions {
   uploadFormTtlMs?: number;
   downloadUrlTtlMs?: number;
   limits?: FileLimits;
+  lateUploadToleranceMs?: number;
 }
 
 export async function createFileServices(options: FileServicesOptions): Promise<{ blobs: BlobStore; files: FileTransfer }> {
   let blobs = options.blobs;
+  if (!blobs && options.config.blobStore === 's3') {
+    // Config refuses BLOB_STORE=s3 without its settings; this guards embedders that build a Config.
+    if (!options.config.s3) throw new Error('BLOB_STORE=s3 needs S3_BUCKET and S3_REGION');
+    blobs = new S3BlobStore(options.config.s3);
+  }
   if (!blobs && options.config.blobStore === 'postgres') {
     // Config refuses BLOB_STORE=postgres without DATABASE_URL; this guards embedders that build a Config.
     if (options.store.dialect !== 'postgres') {
@@ -65,18 +72,24 @@ export async function createFileServices(options: FileServicesOptions): Promise<
     ...(options.uploadFormTtlMs === undefined ? {} : { uploadFormTtlMs: options.uploadFormTtlMs }),
     ...(options.downloadUrlTtlMs === undefined ? {} : { downloadUrlTtlMs: options.downloadUrlTtlMs }),
     ...(options.limits === undefined ? {} : { limits: options.limits }),
+    ...(options.lateUploadToleranceMs === undefined ? {} : { lateUploadToleranceMs: options.lateUploadToleranceMs }),
     onOrphanBlob: (blobId, err) => options.log.warn('could not delete a blob no file uses any more', { blobId, err }),
+    onRefusedUpload: (upload) => options.log.info('an upload that reached the bucket was refused', { upload_id: upload.id, reason: upload.reason }),
   });
   return { blobs, files };
 }
 
-export type { BlobStore, OpenedBlob, StoredBlob } from './blob-store.js';
+export type { BlobOwner, BlobStore, OpenedBlob, StoredBlob } from './blob-store.js';
 export { BlobNotFoundError, BlobSizeMismatchError } from './blob-store.js';
 export { LocalBlobStore } from './local-blob-store.js';
+export { S3BlobStore, createS3Client, isDirectStore } from './s3-blob-store.js';
+export type { DirectObjectStore, ObjectInfo, SignedPost } from './s3-blob-store.js';
+export { fileObjectName, keyObjectPrefix, rowObjectPrefix, isFileObjectName } from './object-keys.js';
+export type { S3Settings } from './s3-settings.js';
 export { DatabaseBlobStore, DEFAULT_CHUNK_BYTES } from './database-blob-store.js';
 export type { DatabaseBlobStoreOptions } from './database-blob-store.js';
 export { FilesError } from './errors.js';
-export { FileTransfer, UPLOAD_FORM_TTL_MS, DOWNLOAD_URL_TTL_MS } from './transfer.js';
+export { FileTransfer, UPLOAD_FORM_TTL_MS, DOWNLOAD_URL_TTL_MS, LATE_UPLOAD_TOLERANCE_MS } from './transfer.js';
 export type { FileDetail, FileSummary, UploadFormAnswer, FileTransferOptions } from './transfer.js';
 export { FilesSigner, loadFilesSigner } from './signing.js';
 export { downloadHeaders, contentDisposition } from './download.js';

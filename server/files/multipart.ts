@@ -7,7 +7,7 @@
 import type { IncomingMessage } from 'node:http';
 import { PassThrough } from 'node:stream';
 import busboy from 'busboy';
-import type { BlobStore, StoredBlob } from './blob-store.js';
+import type { BlobOwner, BlobStore, StoredBlob } from './blob-store.js';
 import { BlobSizeMismatchError } from './blob-store.js';
 import { FilesError } from './errors.js';
 
@@ -22,7 +22,7 @@ export interface ReceiveUploadOptions<T> {
    * or returns what the caller needs later and the exact number of bytes the file must have. Called when
    * the `file` part begins, or at the end of a form that has none (so a forged form is refused as such).
    */
-  admit(fields: ReadonlyMap<string, string>): Promise<{ admitted: T; expectedSize: number }>;
+  admit(fields: ReadonlyMap<string, string>): Promise<{ admitted: T; expectedSize: number; owner?: BlobOwner }>;
   maxBodyBytes?: number;
 }
 
@@ -67,7 +67,7 @@ export function receiveUpload<T>(req: IncomingMessage, options: ReceiveUploadOpt
     let partAfterFile = false;
     /** The first reason to refuse; later ones do not replace it. */
     let refusal: FilesError | null = null;
-    let admitted: { admitted: T; expectedSize: number } | null = null;
+    let admitted: { admitted: T; expectedSize: number; owner?: BlobOwner } | null = null;
     let stored: Promise<StoredBlob | null> = Promise.resolve(null);
     let tap: PassThrough | null = null;
     let settled = false;
@@ -158,7 +158,7 @@ export function receiveUpload<T>(req: IncomingMessage, options: ReceiveUploadOpt
         tap = through;
         stream.pipe(through);
         try {
-          return await options.blobs.put(through, admitted.expectedSize);
+          return await options.blobs.put(through, admitted.expectedSize, admitted.owner);
         } catch (err) {
           stream.unpipe(through);
           stream.resume();

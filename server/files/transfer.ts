@@ -13,9 +13,13 @@ import type { Clock, FileLimits, FileRecord, RowKey, Store, UploadReservation } 
 import { FILE_LIMITS, FileQuotaError, UploadNotPendingError } from '../store/index.js';
 import type { BlobStore } from './blob-store.js';
 import { BlobNotFoundError } from './blob-store.js';
+import { contentDisposition } from './download.js';
 import { FilesError } from './errors.js';
 import { resolveContentType } from './mime.js';
 import { MAX_UPLOAD_BODY_BYTES, receiveUpload } from './multipart.js';
+import { keyObjectPrefix, rowObjectPrefix } from './object-keys.js';
+import type { DirectObjectStore, ObjectInfo } from './s3-blob-store.js';
+import { isDirectStore } from './s3-blob-store.js';
 import type { FilesSigner, UploadPolicy } from './signing.js';
 import type { UploadRequest } from './upload-request.js';
 
@@ -23,6 +27,12 @@ import type { UploadRequest } from './upload-request.js';
 export const UPLOAD_FORM_TTL_MS = 15 * 60 * 1000;
 /** Decision GAP-07: a download URL lives 5 minutes. */
 export const DOWNLOAD_URL_TTL_MS = 5 * 60 * 1000;
+/**
+ * Decision OBJ-05: how far past its form's end an object may be stamped and still count (clock skew
+ * between the service and the store, S3's whole seconds, a slow upload that started in time); and how long
+ * after its form's end an upload with nothing arrived stays pending.
+ */
+export const LATE_UPLOAD_TOLERANCE_MS = 5 * 60 * 1000;
 
 export interface FileSummary {
   key: string;
@@ -38,7 +48,8 @@ export interface FileDetail extends FileSummary {
 
 export interface UploadFormAnswer {
   url: string;
-  fields: { policy: string; signature: string };
+  /** Opaque to tools: the embedded store's `policy` and `signature`, or a bucket's presigned POST fields. */
+  fields: Record<string, string>;
 }
 
 export interface FileTransferOptions {
@@ -53,8 +64,12 @@ export interface FileTransferOptions {
   downloadUrlTtlMs?: number;
   limits?: FileLimits;
   maxUploadBodyBytes?: number;
+  /** Decision OBJ-05's tolerance; shortened by tests. */
+  lateUploadToleranceMs?: number;
   /** Where a blob that could not be deleted is reported (it is garbage, never data loss). */
   onOrphanBlob?: (blobId: string, err: unknown) => void;
+  /** Where an upload an object store received but the service refused is reported (OBJ-05). */
+  onRefusedUpload?: (upload: { id: string; reason: string }) => void;
 }
 
 export interface OpenedDownload {
@@ -80,7 +95,10 @@ const UPLOAD_MESSAGES = {
 } as const;
 
 export class FileTransfer {
-  readonly #o: Required<Omit<FileTransferOptions, 'onOrphanBlob'>> & Pick<FileTransferOptions, 'onOrphanBlob'>;
+  readonly #o: Required<Omit<FileTransferOptions, 'onOrphanBlob' | 'onRefusedUpload'>> &
+    Pick<FileTransferOptions, 'onOrphanBlob' | 'onRefusedUpload'>;
+  /** Set when tools reach the blob store directly (an object store): forms and URLs are its own. */
+  readonly #direct: DirectObjectStore | null;
 
   constructor(options: FileTransferOptions) {
     this.#o = {
@@ -88,9 +106,11 @@ export class FileTransfer {
       downloadUrlTtlMs: DOWNLOAD_URL_TTL_MS,
       limits: FILE_LIMITS,
       maxUploadBodyBytes: MAX_UPLOAD_BODY_BYTES,
+      lateUploadToleranceMs: LATE_UPLOAD_TOLERANCE_MS,
       ...options,
       publicUrl: options.publicUrl.replace(/\/+$/, ''),
     };
+    this.#direct = isDirectStore(options.blobs) ? options.blobs : null;
     // The store keeps a form's life in whole seconds.
     if (!Number.isSafeInteger(this.#o.uploadFormTtlMs / 1000) || this.#o.uploadFormTtlMs <= 0) {
       throw new RangeError('uploadFormTtlMs must be a positive whole number of seconds');
@@ -98,6 +118,15 @@ export class FileTransfer {
     if (!Number.isSafeInteger(this.#o.downloadUrlTtlMs) || this.#o.downloadUrlTtlMs <= 0) {
       throw new RangeError('downloadUrlTtlMs must be a positive whole number of milliseconds');
     }
+    // A presigned GET lives whole seconds.
+    if (this.#direct && !Number.isSafeInteger(this.#o.downloadUrlTtlMs / 1000)) {
+      throw new RangeError('downloadUrlTtlMs must be a whole number of seconds with an object store');
+    }
+  }
+
+  /** Whether tools post to and download from the blob store itself (an object store). */
+  get direct(): boolean {
+    return this.#direct !== null;
   }
 
   get limits(): FileLimits {
@@ -106,6 +135,7 @@ export class FileTransfer {
 
   /** Stored files by key (decision S-02); uploads in flight are not listed (GAP-35). */
   async list(row: RowKey): Promise<FileSummary[]> {
+    await this.settle(row);
     const files = await this.#o.store.files.list(row);
     // Sorted here as well as in SQL: collations differ between engines, and "by key" means by code unit.
     return files
@@ -114,18 +144,23 @@ export class FileTransfer {
   }
 
   async read(row: RowKey, key: string): Promise<FileDetail> {
+    await this.settle(row, key);
     const file = await this.#o.store.files.get(row, key);
     if (!file) throw new FilesError(404, 'file_not_found', `no file with key ${key} in this row`);
     const expires = this.#o.clock.nowMs() + this.#o.downloadUrlTtlMs;
-    const token = this.#o.signer.signDownload({ blob: file.blobId, expires });
-    return {
-      key: file.key,
-      size: file.size,
-      modified: file.modified,
-      content_type: file.contentType,
-      url: `${this.#o.publicUrl}/v1/downloads/${token}`,
-      expires,
-    };
+    let url: string;
+    if (this.#direct) {
+      // Decision OBJ-06: the bucket serves the bytes, with the headers the contract's rules give set
+      // through S3's response overrides.
+      url = await this.#direct.signDownload(file.blobId, {
+        contentType: file.contentType,
+        contentDisposition: contentDisposition(file.filename, file.attachment),
+        expiresInSeconds: this.#o.downloadUrlTtlMs / 1000,
+      });
+    } else {
+      url = `${this.#o.publicUrl}/v1/downloads/${this.#o.signer.signDownload({ blob: file.blobId, expires })}`;
+    }
+    return { key: file.key, size: file.size, modified: file.modified, content_type: file.contentType, url, expires };
   }
 
   /**
@@ -137,6 +172,8 @@ export class FileTransfer {
       throw new FilesError(422, 'file_too_large', `size must be at most ${this.#o.limits.maxFileBytes} bytes (${mb(this.#o.limits.maxFileBytes)})`);
     }
     const contentType = resolveContentType(request.mimetype || undefined, request.filename || undefined, key);
+    // The quota counts what really arrived: uploads completed since the row was last looked at included.
+    await this.settle(row);
     let reservation: UploadReservation;
     try {
       reservation = await this.#o.store.files.reserveUpload({
@@ -148,6 +185,8 @@ export class FileTransfer {
         attachment: request.attachment,
         ttlSeconds: this.#o.uploadFormTtlMs / 1000,
         limits: this.#o.limits,
+        // A fresh object for every upload (OBJ-04), named after the row and key (OBJ-03).
+        ...(this.#direct ? { blobId: this.#direct.newObjectName({ row, key }) } : {}),
       });
     } catch (err) {
       throw this.#quotaProblem(err, request.size);
@@ -162,11 +201,28 @@ export class FileTransfer {
       attachment: reservation.attachment,
       expires: reservation.expiresAt,
     };
-    return { url: `${this.#o.publicUrl}/v1/uploads`, fields: this.#o.signer.signUpload(policy) };
+    if (this.#direct) {
+      try {
+        return await this.#direct.signUpload(reservation.blobId, {
+          size: reservation.size,
+          contentType: reservation.contentType,
+          expiresAt: reservation.expiresAt,
+          now: this.#o.clock.nowMs(),
+        });
+      } catch (err) {
+        // Nothing signed: the reservation must not hold quota for a form nobody got.
+        await this.#o.store.files.failUpload(reservation.id);
+        throw err;
+      }
+    }
+    // Decision L-05 / OBJ-02: outside the API's `/v1`, like a bucket.
+    return { url: `${this.#o.publicUrl}/uploads`, fields: this.#o.signer.signUpload(policy) };
   }
 
   /** Decision S-02: 204 also when no file had the key; an upload in flight is not cancelled. */
   async delete(row: RowKey, key: string): Promise<void> {
+    // An upload that completed before the DELETE is part of what it deletes.
+    await this.settle(row, key);
     const blobId = await this.#o.store.files.deleteFile(row, key);
     if (blobId) await this.#deleteBlob(blobId);
   }
@@ -181,7 +237,7 @@ export class FileTransfer {
       maxBodyBytes: this.#o.maxUploadBodyBytes,
       admit: async (fields) => {
         const a = await this.#admit(fields);
-        return { admitted: a, expectedSize: a.policy.size };
+        return { admitted: a, expectedSize: a.policy.size, owner: { row: a.reservation.row, key: a.reservation.key } };
       },
     });
     let stored: Awaited<ReturnType<Store['files']['storeUpload']>>;
@@ -214,6 +270,64 @@ export class FileTransfer {
       if (err instanceof BlobNotFoundError) throw new FilesError(404, 'file_not_found', DOWNLOAD_MESSAGES.gone);
       throw err;
     }
+  }
+
+  /**
+   * Decision OBJ-05: learns what arrived in the bucket for the row's pending uploads (with `key`, that
+   * key's) and moves the record accordingly. One listing of the prefix answers for all of them. An object
+   * is accepted only if its size is the signed size and it was stamped no later than the form's end (plus
+   * the tolerance); then the key points at it and the object it replaces is deleted. Anything else is
+   * refused and its object deleted, and the file it meant to replace stays. Uploads are applied in the
+   * order they arrived, so the last one wins. Nothing to do with an embedded store, whose upload target
+   * records an upload as it lands.
+   */
+  async settle(row: RowKey, key?: string): Promise<void> {
+    const direct = this.#direct;
+    if (!direct) return;
+    const pending = await this.#o.store.files.pendingUploads(row, key);
+    if (pending.length === 0) return;
+    const objects = await direct.list(key === undefined ? rowObjectPrefix(row) : keyObjectPrefix(row, key));
+    const now = this.#o.clock.nowMs();
+    const arrived: Array<{ reservation: UploadReservation; object: ObjectInfo }> = [];
+    for (const reservation of pending) {
+      const object = objects.get(reservation.blobId);
+      if (object) arrived.push({ reservation, object });
+      else if (reservation.expiresAt + this.#o.lateUploadToleranceMs <= now && (await this.#o.store.files.expireUpload(reservation.id))) {
+        // Nothing came in time; should something still land (a store that ignores the policy), it is garbage.
+        await this.#deleteBlob(reservation.blobId);
+      }
+    }
+    arrived.sort((a, b) => a.object.lastModified - b.object.lastModified || a.reservation.createdAt - b.reservation.createdAt);
+    for (const { reservation, object } of arrived) await this.#settleArrived(reservation, object);
+  }
+
+  async #settleArrived(reservation: UploadReservation, object: ObjectInfo): Promise<void> {
+    const refuse = async (reason: string): Promise<void> => {
+      if ((await this.#o.store.files.failUpload(reservation.id)) !== null) {
+        this.#o.onRefusedUpload?.({ id: reservation.id, reason });
+        await this.#deleteBlob(reservation.blobId);
+      }
+    };
+    if (object.size !== reservation.size) return refuse(`size ${object.size} is not the signed ${reservation.size}`);
+    if (object.lastModified > reservation.expiresAt + this.#o.lateUploadToleranceMs) return refuse('arrived after the form expired');
+    const current = await this.#o.store.files.get(reservation.row, reservation.key);
+    // A later upload of the key is already the file: this older one never replaces it.
+    if (current && current.modified > object.lastModified) return refuse('superseded by a later upload');
+    let stored: Awaited<ReturnType<Store['files']['storeUpload']>>;
+    try {
+      stored = await this.#o.store.files.storeUpload(
+        reservation.id,
+        { blobId: reservation.blobId, size: object.size },
+        { limits: this.#o.limits, modified: object.lastModified, onlyPending: true },
+      );
+    } catch (err) {
+      // Another instance settled it meanwhile.
+      if (err instanceof UploadNotPendingError) return;
+      // Past its form's end it held no quota, and the row filled up meanwhile.
+      if (err instanceof FileQuotaError) return refuse('over quota after the form expired');
+      throw err;
+    }
+    if (stored.replacedBlobId) await this.#deleteBlob(stored.replacedBlobId);
   }
 
   /** The fields before `file` are the upload's credential. */

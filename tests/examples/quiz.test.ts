@@ -329,7 +329,7 @@ describe('step 1 of the README: one attempt against the Prism mock', () => {
       expect(run.output).toContain('every call the quiz made is one the contract allows');
       expect(run.code).toBe(0);
       // Each kind of call the quiz makes on a launch was made.
-      for (const call of ['GET    ', 'PUT    ', 'PATCH  ', 'POST   /v1/uploads -> 204', '/scores -> 200', '/files/answer-sheet.json -> 200']) {
+      for (const call of ['GET    ', 'PUT    ', 'PATCH  ', 'POST   /uploads -> 204', '/scores -> 200', '/files/answer-sheet.json -> 200']) {
         expect(run.output).toContain(call);
       }
     } finally {

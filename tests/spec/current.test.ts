@@ -166,7 +166,7 @@ describe('the document', () => {
       '/v1/contexts/{context_id}/apps/{app_id}/locations/{location_id}/members/{member_id}/scores',
       '/account/v1/users/{member_id}/apps/{app_id}/contexts/{context_id}/locations/{location_id}/scores',
       ...rows.flatMap((r) => [`${r}/storage`, `${r}/files`, `${r}/files/{key}`]),
-      '/v1/uploads',
+      '/uploads',
       '/v1/downloads/{download_token}',
       '/v1/contexts/{context_id}/apps/{app_id}/provision',
       '/v1/contexts/{context_id}/apps/{app_id}/locations/{location_id}/provision',
@@ -442,9 +442,10 @@ describe('files (2026-10-05)', () => {
 
     const form = schema('UploadForm');
     expect(form.required).toEqual(['url', 'fields']);
-    expect(form.properties.fields.required).toEqual(['policy', 'signature']);
-    expect(form.properties.fields.properties.policy.type).toBe('string');
-    expect(form.properties.fields.properties.signature.type).toBe('string');
+    // Opaque to tools: the embedded stores' policy and signature, or a bucket's presigned POST (OBJ-02).
+    expect(form.properties.fields.required).toBeUndefined();
+    expect(form.properties.fields.additionalProperties).toEqual({ type: 'string' });
+    expect(form.properties.fields.minProperties).toBe(1);
     for (const row of rows) {
       const put = operation(`put${row}File`);
       expect(deref(put.requestBody).content['application/json'].schema).toEqual({ $ref: '#/components/schemas/FileUploadRequest' });
@@ -490,9 +491,9 @@ describe('files (2026-10-05)', () => {
     }
   });
 
-  it('uploads a multipart form to /v1/uploads: fields, then file; 204; the GAP-05 refusals', () => {
+  it('uploads a multipart form to /uploads (outside the API, L-05): fields, then file; 204; the GAP-05 refusals', () => {
     const up = operation('uploadFile');
-    expect(pathOf('uploadFile')).toBe('paths:/v1/uploads');
+    expect(pathOf('uploadFile')).toBe('paths:/uploads');
     const media = deref(up.requestBody).content['multipart/form-data'];
     expect(media).toBeDefined();
     expect(Object.keys(deref(up.requestBody).content)).toEqual(['multipart/form-data']);

@@ -147,6 +147,9 @@ export interface ReserveUploadInput {
   attachment: boolean;
   ttlSeconds?: number;
   limits?: FileLimits;
+  /** Where the upload's bytes will be: an object store names it after the row and key (decision OBJ-03).
+   * Default: a fresh `blb_` ID. */
+  blobId?: string;
 }
 
 /**
@@ -206,7 +209,7 @@ export class FilesRepo {
           input.contentType,
           input.filename,
           input.attachment,
-          newId('blb'),
+          input.blobId ?? newId('blb'),
           now,
           now + (input.ttlSeconds ?? UPLOAD_FORM_TTL_SECONDS) * 1000,
         ],
@@ -284,6 +287,43 @@ export class FilesRepo {
     return row?.blob_id ?? null;
   }
 
+  /**
+   * The row's uploads still pending, oldest first (with `key`, that key's only), whatever their forms'
+   * expiry: with an object store the service learns of a completed upload only when it looks (OBJ-05).
+   */
+  async pendingUploads(row: RowKey, key?: string): Promise<UploadReservation[]> {
+    const rows = await this.ctx.db.all<ReservationRow>(
+      `SELECT ${RESERVATION_COLUMNS} FROM upload_reservations WHERE ${ROW_KEY_WHERE} AND state = 'pending'` +
+        `${key === undefined ? '' : ' AND file_key = ?'} ORDER BY created_at, id`,
+      key === undefined ? rowKeyParams(row) : [...rowKeyParams(row), key],
+    );
+    return rows.map(toReservation);
+  }
+
+  /** An upload whose form ended long ago with nothing arrived: no longer pending. True when it was. */
+  async expireUpload(id: string): Promise<boolean> {
+    const row = await this.ctx.db.get<{ id: string }>(
+      "UPDATE upload_reservations SET state = 'expired', finished_at = ? WHERE id = ? AND state = 'pending' RETURNING id",
+      [this.ctx.clock.nowMs(), id],
+    );
+    return row !== undefined && row !== null;
+  }
+
+  /** Stored files of every row, by blob ID, a page at a time (`tis files migrate`). */
+  async listAllFiles(after: string, limit: number): Promise<Array<FileRecord & { row: RowKey }>> {
+    const rows = await this.ctx.db.all<FileRow & RowKeyColumns>(
+      `SELECT app_id, context_id, kind, location_id, member_id, ${FILE_COLUMNS} FROM files WHERE blob_id > ? ORDER BY blob_id LIMIT ?`,
+      [after, limit],
+    );
+    return rows.map((found) => ({ ...toFile(found), row: rowKeyFrom(found) }));
+  }
+
+  /** Points the file that uses `from` at `to` (a copy of its bytes); false when no file uses `from` any more. */
+  async moveBlob(from: string, to: string): Promise<boolean> {
+    const row = await this.ctx.db.get<{ blob_id: string }>('UPDATE files SET blob_id = ? WHERE blob_id = ? RETURNING blob_id', [to, from]);
+    return row !== undefined && row !== null;
+  }
+
   /** Deletes the file; returns its blob ID (delete it after this resolves), or null if there was none. */
   async deleteFile(row: RowKey, key: string): Promise<string | null> {
     const deleted = await this.ctx.db.get<{ blob_id: string }>(
@@ -334,12 +374,13 @@ export class FilesRepo {
    * decision S-02). In one transaction: re-checks the row's quota with this file in it (the check when
    * the upload lands), points the key at the new blob, and marks the reservation completed. A completed
    * reservation may store again while its form is valid (the caller checks the form's expiry); a failed
-   * or swept one may not. Returns the blob the key used before, to delete after this resolves.
+   * or swept one may not, nor a completed one with `onlyPending` (an object store's upload is settled once,
+   * decision OBJ-05). Returns the blob the key used before, to delete after this resolves.
    */
   async storeUpload(
     id: string,
     blob: { blobId: string; size: number },
-    options: { limits?: FileLimits } = {},
+    options: { limits?: FileLimits; modified?: number; onlyPending?: boolean } = {},
   ): Promise<{ file: FileRecord; replacedBlobId: string | null; reservation: UploadReservation }> {
     return this.ctx.db.transaction(async (tx) => {
       const unlocked = await readReservation(tx, id, '');
@@ -347,7 +388,7 @@ export class FilesRepo {
       await lockContext(tx, unlocked.row.contextId);
       const reservation = await readReservation(tx, id, tx.forUpdate);
       if (!reservation) throw new UploadNotPendingError('unknown', id);
-      if (reservation.state !== 'pending' && reservation.state !== 'completed') {
+      if (reservation.state !== 'pending' && (reservation.state !== 'completed' || options.onlyPending)) {
         throw new UploadNotPendingError('not_pending', id);
       }
       if (blob.size !== reservation.size) throw new Error('stored blob size differs from the reserved size');
@@ -373,7 +414,8 @@ export class FilesRepo {
           reservation.filename,
           reservation.attachment,
           blob.blobId,
-          now,
+          // An object store knows when the bytes arrived, which may be before the service learned of it.
+          options.modified ?? now,
         ],
       );
       if (reservation.state === 'pending') {

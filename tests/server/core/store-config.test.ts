@@ -48,7 +48,7 @@ describe('store configuration', () => {
   it('refuses the shared blob store or a schema without a database, and a bad schema name', () => {
     expect(problemsOf({ BLOB_STORE: 'postgres' })).toContain('BLOB_STORE=postgres keeps files in the PostgreSQL database, so it needs DATABASE_URL');
     expect(problemsOf({ DATABASE_SCHEMA: 'tis' })).toContain('DATABASE_SCHEMA is set but DATABASE_URL is not');
-    expect(problemsOf({ BLOB_STORE: 's3' })).toContain('BLOB_STORE must be one of local, postgres');
+    expect(problemsOf({ BLOB_STORE: 'gcs' })).toContain('BLOB_STORE must be one of local, postgres, s3');
     expect(problemsOf({ DATABASE_URL: 'postgres://db/tis', DATABASE_SCHEMA: 'Tis; DROP' })).toContain('DATABASE_SCHEMA must be a lower-case SQL identifier');
     expect(
       problemsOf({ DATABASE_URL: 'postgres://db/tis?options=-c%20search_path%3Dother', DATABASE_SCHEMA: 'tis' }),

@@ -138,7 +138,7 @@ describe('the four operations on each row', () => {
 
     const bytes = randomBytes(70_000);
     const form = await askToStore(`${files}/data.bin`, { size: bytes.length });
-    expect(form.url).toBe(`${server.url}/v1/uploads`);
+    expect(form.url).toBe(`${server.url}/uploads`);
     expect(Object.keys(form.fields).sort()).toEqual(['policy', 'signature']);
     // Signed but not sent: not listed (GAP-35).
     expect(await (await staff().get(files)).json()).toEqual([]);
@@ -596,7 +596,7 @@ describe('several instances', () => {
       const url = `${course.files.member}/shared.txt`;
       const form = await askToStore(url, { size: 6 });
       // Posted to the other instance's upload target.
-      expect((await postForm({ url: `${second.url}/v1/uploads`, fields: form.fields }, 'shared')).status).toBe(204);
+      expect((await postForm({ url: `${second.url}/uploads`, fields: form.fields }, 'shared')).status).toBe(204);
       const read = await readFile(url);
       const token = read.url.slice(read.url.lastIndexOf('/') + 1);
       const got = await download(`${second.url}/v1/downloads/${token}`);

@@ -1,0 +1,255 @@
+/**
+ * Files in a bucket of an S3-compatible object store (`BLOB_STORE=s3`, decisions OBJ-01 to OBJ-08). The
+ * service never carries a file's bytes on the way in or out: a file PUT answers a presigned POST to the
+ * bucket, a read answers a presigned GET, and what arrived is checked by listing the row's prefix (the
+ * service's record moves only then, OBJ-05). `put` and `get` stream through the service only for
+ * `tis files migrate` and for a form an embedded store signed before the switch.
+ *
+ * Blob IDs here are object names (object-keys.ts), so every other part of the service (the files table,
+ * a Sandbox reset, `delete`) keeps handling opaque IDs.
+ */
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  NoSuchKey,
+  NotFound,
+  PutObjectCommand,
+  S3Client,
+} from '@aws-sdk/client-s3';
+import { createPresignedPost } from '@aws-sdk/s3-presigned-post';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { newId } from '../store/ids.js';
+import type { BlobOwner, BlobStore, OpenedBlob, StoredBlob } from './blob-store.js';
+import { BlobNotFoundError, BlobSizeMismatchError } from './blob-store.js';
+import { fileObjectName, isFileObjectName } from './object-keys.js';
+import type { S3Settings } from './s3-settings.js';
+
+/** What the bucket says about one object. */
+export interface ObjectInfo {
+  size: number;
+  /** `Last-Modified` in milliseconds (S3 gives whole seconds). */
+  lastModified: number;
+}
+
+export interface SignedPost {
+  url: string;
+  fields: Record<string, string>;
+}
+
+export interface DirectUploadTerms {
+  size: number;
+  contentType: string;
+  /** End of the form's life, milliseconds since the epoch (the reservation's `expiresAt`). */
+  expiresAt: number;
+  /** The service clock's now, so the policy's life is the reservation's whatever the SDK's clock says. */
+  now: number;
+}
+
+export interface DirectDownloadTerms {
+  contentType: string;
+  contentDisposition: string;
+  expiresInSeconds: number;
+}
+
+/**
+ * What a blob store that tools reach directly offers beyond `BlobStore`: signing, and listing what
+ * arrived. `FileTransfer` switches to direct transfer when its blob store has these (`isDirectStore`).
+ */
+export interface DirectObjectStore extends BlobStore {
+  readonly direct: true;
+  /** The object name an upload of `key` in `row` goes to: fresh for every call (OBJ-04). */
+  newObjectName(owner: BlobOwner): string;
+  signUpload(name: string, terms: DirectUploadTerms): Promise<SignedPost>;
+  signDownload(name: string, terms: DirectDownloadTerms): Promise<string>;
+  /** Every object under `prefix`, by name. */
+  list(prefix: string): Promise<Map<string, ObjectInfo>>;
+  stat(name: string): Promise<ObjectInfo | null>;
+}
+
+export function isDirectStore(blobs: BlobStore): blobs is DirectObjectStore {
+  return (blobs as Partial<DirectObjectStore>).direct === true;
+}
+
+export interface S3BlobStoreOptions extends S3Settings {
+  /** Another client (tests); default: one built from the settings and the SDK's default credential chain. */
+  client?: S3Client;
+}
+
+export function createS3Client(settings: S3Settings): S3Client {
+  return new S3Client({
+    region: settings.region,
+    ...(settings.endpoint === null ? {} : { endpoint: settings.endpoint }),
+    forcePathStyle: settings.forcePathStyle,
+    // Checksums only where S3 requires them: several S3-compatible stores refuse or mangle the trailing
+    // checksums newer SDKs send by default, and the service checks sizes (and `migrate` checksums) itself.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+    // No logger: the SDK's request logs could carry signed URLs. Credentials come from the default chain.
+  });
+}
+
+function isMissing(err: unknown): boolean {
+  if (err instanceof NoSuchKey || err instanceof NotFound) return true;
+  const status = (err as { $metadata?: { httpStatusCode?: number } } | null)?.$metadata?.httpStatusCode;
+  return status === 404;
+}
+
+export class S3BlobStore implements DirectObjectStore {
+  readonly direct = true as const;
+  readonly bucket: string;
+  readonly client: S3Client;
+
+  constructor(options: S3BlobStoreOptions) {
+    this.bucket = options.bucket;
+    this.client = options.client ?? createS3Client(options);
+  }
+
+  newObjectName(owner: BlobOwner): string {
+    return fileObjectName(owner.row, owner.key, newId('blb'));
+  }
+
+  /**
+   * The presigned POST of OBJ-02: the policy pins the bucket, the exact object name, the exact size
+   * (`content-length-range` size..size), the content type and the expiry (the SDK adds the bucket, the
+   * name and its own `x-amz-*` fields as exact-match conditions).
+   */
+  async signUpload(name: string, terms: DirectUploadTerms): Promise<SignedPost> {
+    this.#checkName(name);
+    // S3 policies carry whole seconds; a little short of the form's end, so the bucket never accepts later
+    // than the service would.
+    const seconds = Math.max(1, Math.floor((terms.expiresAt - terms.now - 5) / 1000));
+    const signed = await createPresignedPost(this.client, {
+      Bucket: this.bucket,
+      Key: name,
+      Conditions: [
+        ['content-length-range', terms.size, terms.size],
+        ['eq', '$Content-Type', terms.contentType],
+      ],
+      Fields: { 'Content-Type': terms.contentType },
+      Expires: seconds,
+    });
+    return { url: signed.url, fields: { ...signed.fields } };
+  }
+
+  /** A presigned GET whose response headers are set through S3's response overrides (OBJ-06). */
+  async signDownload(name: string, terms: DirectDownloadTerms): Promise<string> {
+    this.#checkName(name);
+    const command = new GetObjectCommand({
+      Bucket: this.bucket,
+      Key: name,
+      ResponseContentType: terms.contentType,
+      ResponseContentDisposition: terms.contentDisposition,
+      ResponseCacheControl: 'private, no-store',
+    });
+    return getSignedUrl(this.client, command, { expiresIn: terms.expiresInSeconds });
+  }
+
+  async list(prefix: string): Promise<Map<string, ObjectInfo>> {
+    const found = new Map<string, ObjectInfo>();
+    let token: string | undefined;
+    do {
+      const page = await this.client.send(
+        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ...(token ? { ContinuationToken: token } : {}) }),
+      );
+      for (const object of page.Contents ?? []) {
+        if (object.Key === undefined) continue;
+        found.set(object.Key, { size: object.Size ?? 0, lastModified: object.LastModified?.getTime() ?? 0 });
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+    return found;
+  }
+
+  async stat(name: string): Promise<ObjectInfo | null> {
+    this.#checkName(name);
+    try {
+      const head = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: name }));
+      return { size: head.ContentLength ?? 0, lastModified: head.LastModified?.getTime() ?? 0 };
+    } catch (err) {
+      if (isMissing(err)) return null;
+      throw err;
+    }
+  }
+
+  /**
+   * Streams exactly `expectedSize` bytes into a fresh object of `owner`'s key (a form signed by an
+   * embedded store before the switch). The bytes are counted on the way, so a short or long source
+   * is refused and its object removed.
+   */
+  async put(source: AsyncIterable<Uint8Array> | Readable, expectedSize: number, owner?: BlobOwner): Promise<StoredBlob> {
+    if (!owner) throw new TypeError('an object store names every object after its row and key: put needs the owner');
+    const name = this.newObjectName(owner);
+    await this.putObject(name, source, expectedSize);
+    return { id: name, size: expectedSize };
+  }
+
+  /**
+   * Writes one object of exactly `size` bytes. With `md5` (base64) the store checks the bytes it received
+   * against it (`Content-MD5`). Returns the SHA-256 of what was sent.
+   */
+  async putObject(
+    name: string,
+    source: AsyncIterable<Uint8Array> | Readable,
+    size: number,
+    options: { contentType?: string; md5?: string } = {},
+  ): Promise<{ sha256: string }> {
+    this.#checkName(name);
+    const hash = createHash('sha256');
+    let received = 0;
+    async function* counted(): AsyncGenerator<Uint8Array> {
+      for await (const chunk of source) {
+        received += chunk.byteLength;
+        if (received > size) throw new BlobSizeMismatchError(size, received);
+        hash.update(chunk);
+        yield chunk;
+      }
+      if (received !== size) throw new BlobSizeMismatchError(size, received);
+    }
+    try {
+      await this.client.send(
+        new PutObjectCommand({
+          Bucket: this.bucket,
+          Key: name,
+          Body: Readable.from(counted()),
+          ContentLength: size,
+          ...(options.contentType ? { ContentType: options.contentType } : {}),
+          ...(options.md5 ? { ContentMD5: options.md5 } : {}),
+        }),
+      );
+    } catch (err) {
+      await this.delete(name).catch(() => undefined);
+      throw err;
+    }
+    return { sha256: hash.digest('hex') };
+  }
+
+  async get(id: string): Promise<OpenedBlob> {
+    if (!isFileObjectName(id)) throw new BlobNotFoundError(id);
+    try {
+      const got = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: id }));
+      if (!got.Body) throw new BlobNotFoundError(id);
+      return { stream: got.Body as Readable, size: got.ContentLength ?? 0 };
+    } catch (err) {
+      if (isMissing(err)) throw new BlobNotFoundError(id);
+      throw err;
+    }
+  }
+
+  async delete(id: string): Promise<void> {
+    // Not a file object: an embedded store's blob ID, which names nothing in the bucket.
+    if (!isFileObjectName(id)) return;
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: id }));
+  }
+
+  async close(): Promise<void> {
+    this.client.destroy();
+  }
+
+  #checkName(name: string): void {
+    if (!isFileObjectName(name)) throw new RangeError(`not a file object name: ${JSON.stringify(name)}`);
+  }
+}
