@@ -10,6 +10,7 @@ import { readFileSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createDashboardClient } from '../client/index.js';
+import { runFiles } from './commands/files.js';
 import type { DashboardClient, DashboardComponents } from '../client/index.js';
 
 type Schemas = DashboardComponents['schemas'];
@@ -41,6 +42,9 @@ Commands:
       Print a Sandbox launch URL for a placement, as a trial user: instructor,
       assistant, manager, student_1 (default) or student_2. Open it in a
       browser within 120 seconds; it works once.
+  files migrate [--from local|postgres] [--dry-run]
+      Copy stored files into the S3 bucket (on the store, not the API; see
+      "tis files --help").
 
 Options:
   --url <origin>        The service's origin (default: $TIS_URL).
@@ -180,6 +184,8 @@ async function runCommand(command: string, args: string[], values: Values, clien
 
 /** Runs one command line; answers the exit status. */
 export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, io: Io): Promise<number> {
+  // Works on the store itself, not through the dashboard API: its own options and usage.
+  if (argv[0] === 'files') return runFiles(argv.slice(1), env, io);
   try {
     let parsed;
     try {

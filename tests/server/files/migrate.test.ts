@@ -1,0 +1,106 @@
+// `tis files migrate` (decision OBJ-08): files stored through the embedded store are copied into a real
+// S3-compatible bucket (s3rver on loopback), verified, and served from the bucket once the service runs on
+// `BLOB_STORE=s3`. A file whose source bytes are missing is reported and keeps its record.
+
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runFiles } from '../../../bin/commands/files.js';
+import { LOCAL_S3_CREDENTIALS, startLocalS3, type LocalS3 } from '../../../scripts/bench/local-s3.js';
+import { isFileObjectName } from '../../../server/files/index.js';
+import { dropTestStore, serviceStoreEnv, startServer, TEST_BLOB_STORE } from '../harness.js';
+import { api, setUpCourse, storeFile } from '../rows/helpers.js';
+
+let s3: LocalS3;
+const dataDir = mkdtempSync(join(tmpdir(), 'tis-migrate-'));
+const saved: Record<string, string | undefined> = {};
+
+beforeAll(async () => {
+  for (const [name, value] of Object.entries({ ...LOCAL_S3_CREDENTIALS, AWS_EC2_METADATA_DISABLED: 'true' })) {
+    saved[name] = process.env[name];
+    process.env[name] = value;
+  }
+  s3 = await startLocalS3();
+});
+afterAll(async () => {
+  await s3?.stop();
+  await dropTestStore(dataDir);
+  rmSync(dataDir, { recursive: true, force: true });
+  for (const [name, value] of Object.entries(saved)) {
+    if (value === undefined) delete process.env[name];
+    else process.env[name] = value;
+  }
+});
+
+function capture(): { io: { out(l: string): void; err(l: string): void }; out: string[]; err: string[] } {
+  const out: string[] = [];
+  const err: string[] = [];
+  return { io: { out: (l) => out.push(l), err: (l) => err.push(l) }, out, err };
+}
+
+describe('tis files migrate', () => {
+  it('copies every file into the bucket, verified, and the service then serves them from it', async () => {
+    const embedded = await startServer({ dataDir });
+    const course = await setUpCourse(embedded);
+    const staff = course.instructor.auth;
+    const a = randomBytes(300_000);
+    const b = 'name,score\nana,0.9\n';
+    expect((await storeFile(staff, `${course.files.member}/answers.bin`, a)).upload.status).toBe(204);
+    expect((await storeFile(staff, `${course.files.context}/scores.csv`, b, { attachment: true })).upload.status).toBe(204);
+    expect((await storeFile(staff, `${course.files.location}/gone.txt`, 'lost')).upload.status).toBe(204);
+    const gone = await embedded.services.store.files.get(
+      { appId: course.tool.app.id, contextId: course.placed.context.id, kind: 'location', locationId: course.placed.location.id },
+      'gone.txt',
+    );
+    // A file whose bytes went missing from the embedded store: reported, never pointed at nothing.
+    await embedded.services.blobs.delete(gone!.blobId);
+    await embedded.stop();
+
+    const env = { ...(await serviceStoreEnv(dataDir)), S3_BUCKET: s3.settings.bucket, S3_REGION: 'us-east-1', S3_ENDPOINT: s3.endpoint, S3_FORCE_PATH_STYLE: '1' };
+    const dry = capture();
+    expect(await runFiles(['migrate', '--dry-run'], env, dry.io)).toBe(1);
+    expect(dry.out.filter((l) => l.startsWith('would copy'))).toHaveLength(2);
+
+    const first = capture();
+    expect(await runFiles(['migrate', '--from', TEST_BLOB_STORE === 'postgres' ? 'postgres' : 'local'], env, first.io)).toBe(1);
+    expect(first.out.filter((l) => l.startsWith('copied ') && l.endsWith('verified'))).toHaveLength(2);
+    expect(first.err).toEqual([expect.stringMatching(/^failed gone\.txt .*: no blob|^failed gone\.txt/)]);
+    expect(first.out.at(-1)).toContain('copied 2 files (300019 bytes)');
+    // Run again: nothing left to copy but the broken one.
+    const again = capture();
+    expect(await runFiles(['migrate'], env, again.io)).toBe(1);
+    expect(again.out.at(-1)).toContain('copied 0 files (0 bytes)');
+    expect(again.out.at(-1)).toContain('2 already in the bucket');
+
+    const onS3 = await startServer({ dataDir, config: { blobStore: 's3', s3: s3.settings } });
+    try {
+      // Same store, a new port: the rows' URLs move to the restarted service's origin.
+      const origin = new URL(course.files.member).origin;
+      const read = async (url: string): Promise<{ url: string; size: number }> =>
+        (await (await api(staff).get(onS3.url + url.slice(origin.length))).json()) as never;
+      const answers = await read(`${course.files.member}/answers.bin`);
+      expect(answers.url.startsWith(`${s3.endpoint}/tis-files/contexts/`)).toBe(true);
+      expect(Buffer.from(await (await fetch(answers.url)).arrayBuffer()).equals(a)).toBe(true);
+      const scores = await read(`${course.files.context}/scores.csv`);
+      const got = await fetch(scores.url);
+      expect(await got.text()).toBe(b);
+      expect(got.headers.get('content-disposition')).toMatch(/^attachment; filename="scores.csv"/);
+      const records = await onS3.services.store.files.listAllFiles('', 10);
+      expect(records.filter((r) => isFileObjectName(r.blobId)).map((r) => r.key).sort()).toEqual(['answers.bin', 'scores.csv']);
+    } finally {
+      await onS3.stop();
+    }
+  });
+
+  it('says what is wrong with the command line or the settings', async () => {
+    const usage = capture();
+    expect(await runFiles(['copy'], {}, usage.io)).toBe(2);
+    expect(usage.err.join('\n')).toContain('unknown files command "copy"');
+    const settings = capture();
+    expect(await runFiles(['migrate'], { DATA_DIR: dataDir, AWS_SECRET_ACCESS_KEY: 'hunter2' }, settings.io)).toBe(2);
+    expect(settings.err.join('\n')).toContain('BLOB_STORE=s3 needs S3_BUCKET');
+    expect(settings.err.join('\n')).not.toContain('hunter2');
+  });
+});
