@@ -17,7 +17,8 @@
  *          --with-validation (adds the full stack with RESPONSE_VALIDATION=true as another target),
  *          --postgres <url> (the database of the PostgreSQL columns; default BENCH_DATABASE_URL,
  *          TIS_TEST_DATABASE_URL or the test database), --no-postgres (leaves those columns out),
- *          --profile <dir> (writes a V8 CPU profile of the SQLite full-stack process there, for Chrome DevTools).
+ *          --profile <dir> (writes a V8 CPU profile of the SQLite full-stack process there, for Chrome DevTools),
+ *          --files [--uploads <n>] (instead: the cost of one upload per blob store, scripts/bench/files.ts).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -30,6 +31,7 @@ import autocannon from 'autocannon';
 import { buildServices } from '../server/app.js';
 import { configFrom } from '../server/config.js';
 import { probeCommitCost } from './bench/disk-probe.js';
+import { runFilesBench } from './bench/files.js';
 import { DEFAULT_BENCH_DATABASE_URL, type PostgresColumns, startPostgresColumns } from './bench/postgres.js';
 // The test fixtures go through the real launch service: the bench's token is one a tool would get.
 import { createTool, launch, placeLocation } from '../tests/server/harness.js';
@@ -43,6 +45,9 @@ const { values: options } = parseArgs({
     postgres: { type: 'string', default: DEFAULT_BENCH_DATABASE_URL },
     'no-postgres': { type: 'boolean', default: false },
     profile: { type: 'string' },
+    // The files section (scripts/bench/files.ts): uploads through the embedded store and an object store.
+    files: { type: 'boolean', default: false },
+    uploads: { type: 'string', default: '3' },
   },
 });
 const DURATION = Number(options.duration);
@@ -171,6 +176,10 @@ const BARE = 'bare Express';
 const PRISM = 'Prism mock';
 
 async function main(): Promise<void> {
+  if (options.files) {
+    process.stdout.write(`\n${await runFilesBench({ uploads: Number(options.uploads) })}\n`);
+    return;
+  }
   const loadBefore = loadavg();
   const started = new Date();
   let postgres: PostgresColumns | null = null;
