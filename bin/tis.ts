@@ -10,7 +10,6 @@ import { readFileSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createDashboardClient } from '../client/index.js';
-import { runFiles } from './commands/files.js';
 import type { DashboardClient, DashboardComponents } from '../client/index.js';
 
 type Schemas = DashboardComponents['schemas'];
@@ -184,8 +183,8 @@ async function runCommand(command: string, args: string[], values: Values, clien
 
 /** Runs one command line; answers the exit status. */
 export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, io: Io): Promise<number> {
-  // Works on the store itself, not through the dashboard API: its own options and usage.
-  if (argv[0] === 'files') return runFiles(argv.slice(1), env, io);
+  // Works on the store itself, not through the dashboard API: its own options and usage, loaded only here.
+  if (argv[0] === 'files') return (await import('./commands/files.js')).runFiles(argv.slice(1), env, io);
   try {
     let parsed;
     try {
