@@ -8,7 +8,7 @@
  *   node --import tsx scripts/bench/cold-start.ts [--runs 3]
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -18,6 +18,25 @@ export interface ColdStart {
   healthzMs: number;
   /** Milliseconds from spawn to the first validated answer of a contract operation. */
   operationMs: number;
+  /**
+   * CPU milliseconds the server process had used (all its threads) at those two moments: on a shared
+   * machine the wall clock mostly measures the other processes, the CPU time what the start costs.
+   */
+  healthzCpuMs: number;
+  operationCpuMs: number;
+}
+
+/** User + system CPU time of a process (all threads), in milliseconds (Linux; NaN elsewhere). */
+export function cpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return (ticks * 1000) / 100;
+  } catch {
+    return Number.NaN;
+  }
 }
 
 const repoRoot = new URL('../..', import.meta.url).pathname;
@@ -26,38 +45,54 @@ const repoRoot = new URL('../..', import.meta.url).pathname;
  * One cold start. `dataDir` must already hold a store (the first start of an empty one also migrates and
  * creates the signing key, which is a one-time cost); `operation` is a path and its Authorization.
  */
-export async function measureColdStart(dataDir: string, port: number, operation: { path: string; auth: string }): Promise<ColdStart> {
+export async function measureColdStart(
+  dataDir: string,
+  port: number,
+  operation: { path: string; auth: string },
+  /** The checkout whose `server/main.ts` starts (another one, to compare two builds in one run). */
+  root: string = repoRoot,
+  /** What node runs: the sources through tsx (`npm start`), or a compiled `main.js` (`npm run build`). */
+  args: readonly string[] = ['--import', 'tsx', 'server/main.ts'],
+): Promise<ColdStart> {
   const url = `http://127.0.0.1:${port}`;
   const t0 = performance.now();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], {
-    cwd: repoRoot,
+  const child = spawn(process.execPath, args, {
+    cwd: root,
     env: { ...process.env, NODE_ENV: 'production', PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, PUBLIC_URL: url, LOG_LEVEL: 'silent' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   try {
     let healthzMs = 0;
-    const deadline = t0 + 30_000;
+    let healthzCpuMs = 0;
+    const deadline = t0 + 60_000;
     while (healthzMs === 0) {
       if (child.exitCode !== null) throw new Error(`server exited early (${child.exitCode})`);
       try {
         const res = await fetch(`${url}/healthz`);
-        if (res.status === 200) healthzMs = performance.now() - t0;
+        if (res.status === 200) {
+          healthzMs = performance.now() - t0;
+          healthzCpuMs = cpuMs(child.pid ?? 0);
+        }
         await res.arrayBuffer();
       } catch {
-        if (performance.now() > deadline) throw new Error('no answer within 30 s');
+        if (performance.now() > deadline) throw new Error('no answer within 60 s');
         await new Promise((r) => setTimeout(r, 5));
       }
     }
     const res = await fetch(`${url}${operation.path}`, { headers: { Authorization: operation.auth } });
     await res.arrayBuffer();
     if (res.status !== 200) throw new Error(`the operation answered ${res.status}`);
-    return { healthzMs, operationMs: performance.now() - t0 };
+    return { healthzMs, operationMs: performance.now() - t0, healthzCpuMs, operationCpuMs: cpuMs(child.pid ?? 0) };
   } finally {
     const exited = new Promise((r) => child.once('exit', r));
     child.kill('SIGTERM');
     await exited;
   }
 }
+
+export const describeColdStart = (c: ColdStart): string =>
+  `/healthz ${Math.round(c.healthzMs)} ms (CPU ${Math.round(c.healthzCpuMs)} ms), ` +
+  `first validated operation ${Math.round(c.operationMs)} ms (CPU ${Math.round(c.operationCpuMs)} ms)`;
 
 /** A store with one launched student, so the cold start reads a real member row. */
 export async function prepareColdStartStore(): Promise<{ dataDir: string; path: string; auth: string }> {
@@ -74,13 +109,21 @@ export async function prepareColdStartStore(): Promise<{ dataDir: string; path: 
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { runs: { type: 'string', default: '3' }, port: { type: 'string', default: '0' } } });
+  const { values } = parseArgs({
+    options: { runs: { type: 'string', default: '3' }, port: { type: 'string', default: '0' }, compiled: { type: 'string' } },
+  });
+  // --compiled <dist>: also the service as `npm run build` compiles it (<dist>/server/main.js), alternating.
+  const compiled = values.compiled ? [`${values.compiled}/server/main.js`] : null;
   const prepared = await prepareColdStartStore();
   try {
     const port = Number(values.port) || 20_000 + Math.floor(Math.random() * 20_000);
     for (let i = 0; i < Number(values.runs); i += 1) {
       const m = await measureColdStart(prepared.dataDir, port, prepared);
-      process.stdout.write(`cold start ${i + 1}: /healthz ${Math.round(m.healthzMs)} ms, first validated operation ${Math.round(m.operationMs)} ms\n`);
+      process.stdout.write(`cold start ${i + 1} (tsx): ${describeColdStart(m)}\n`);
+      if (compiled) {
+        const c = await measureColdStart(prepared.dataDir, port, prepared, repoRoot, compiled);
+        process.stdout.write(`cold start ${i + 1} (compiled): ${describeColdStart(c)}\n`);
+      }
     }
   } finally {
     rmSync(prepared.dataDir, { recursive: true, force: true });
