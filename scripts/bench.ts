@@ -2,57 +2,78 @@
  * `npm run bench`: what the full stack costs per request, against two baselines, in one run.
  *
  *   full stack  the real service (`server/main.ts`, as `npm start` runs it) with NODE_ENV=production:
- *               request validation, credential resolution, permission checks, SQLite (WAL,
- *               synchronous=FULL), access logs (to /dev/null); response validation OFF, as production runs.
+ *               request validation, credential resolution, permission checks, SQLite (WAL with the group
+ *               commit barrier, PERF-03), access logs (to /dev/null); response validation OFF, as production runs.
  *   PostgreSQL  the same service on PostgreSQL with the shared blob store, as one instance and as two
  *               instances on one database with the load spread over both (scripts/bench/postgres.ts).
  *   bare        Express 5 with the same routes and nothing else (scripts/bench/bare.ts).
  *   Prism       `prism mock` of generated/2026-09-21/openapi.json (validates requests, serves examples).
  *
- * Each runs in its own process; autocannon drives them from this one. For storage GET, PUT, PATCH (one
- * key) of a member row and a score submission, each target gets a warm-up and then a measured run. The
- * output is a Markdown table (requests/s, p50 and p99 latency, ratios) for README.md's Performance section.
+ * Each runs in its own process; autocannon drives them from this one. The operations come from the
+ * sections in `SECTIONS` (scripts/bench/<section>.ts; a new section is a file there and one line here).
+ * Every operation is measured on every target at each connection count (default 10 and 64): a warm-up,
+ * then a measured run. It prints Markdown tables (requests/s, p50, p99, ratios), the cold start and each
+ * server's RSS after the load, and writes the run as JSON and an SVG chart of the ratios under
+ * `bench/results/` (`latest.json`, `latest.svg`).
  *
- * Options: --duration <s> (default 6), --warmup <s> (2), --connections <n> (10),
+ * Options: --duration <s> (default 5), --warmup <s> (1), --connections <n,n> (10,64),
  *          --with-validation (adds the full stack with RESPONSE_VALIDATION=true as another target),
  *          --postgres <url> (the database of the PostgreSQL columns; default BENCH_DATABASE_URL,
  *          TIS_TEST_DATABASE_URL or the test database), --no-postgres (leaves those columns out),
+ *          --no-prism, --cold-starts <n> (3; 0 leaves the cold start out), --out <dir> (bench/results),
+ *          --floors <file> (the CI-light check: fail when a ratio falls below its floor; see bench/floors.json),
  *          --profile <dir> (writes a V8 CPU profile of the SQLite full-stack process there, for Chrome DevTools),
+ *          --baseline <checkout> (adds the full stack of another checkout, e.g. a `git worktree` of main, as a
+ *          target on the same data dir, and its cold start: a change measured against its base in one run),
  *          --files [--uploads <n>] (instead: the cost of one upload per blob store, scripts/bench/files.ts).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { buildServices } from '../server/app.js';
 import { configFrom } from '../server/config.js';
+import { cpuMs, describeColdStart, measureColdStart } from './bench/cold-start.js';
 import { probeCommitCost } from './bench/disk-probe.js';
 import { runFilesBench } from './bench/files.js';
 import { DEFAULT_BENCH_DATABASE_URL, type PostgresColumns, startPostgresColumns } from './bench/postgres.js';
+import { type BenchRun, type Cell, markdownTables, p99Ratio, type RatioDef, ratioOf, writeRun } from './bench/report.js';
+import { scoreSection } from './bench/scores.js';
+import type { BenchOperation, BenchSection } from './bench/section.js';
+import { BENCH_ROW, storageSection } from './bench/storage.js';
 // The test fixtures go through the real launch service: the bench's token is one a tool would get.
 import { createTool, launch, placeLocation } from '../tests/server/harness.js';
 
+/** The measured sections, in table order. */
+const SECTIONS: BenchSection[] = [storageSection, scoreSection];
+
 const { values: options } = parseArgs({
   options: {
-    duration: { type: 'string', default: '6' },
-    warmup: { type: 'string', default: '2' },
-    connections: { type: 'string', default: '10' },
+    duration: { type: 'string', default: '5' },
+    warmup: { type: 'string', default: '1' },
+    connections: { type: 'string', default: '10,64' },
     'with-validation': { type: 'boolean', default: false },
     postgres: { type: 'string', default: DEFAULT_BENCH_DATABASE_URL },
     'no-postgres': { type: 'boolean', default: false },
+    'no-prism': { type: 'boolean', default: false },
+    'cold-starts': { type: 'string', default: '3' },
+    out: { type: 'string', default: 'bench/results' },
+    floors: { type: 'string' },
     profile: { type: 'string' },
     // The files section (scripts/bench/files.ts): uploads through the embedded store and an object store.
     files: { type: 'boolean', default: false },
     uploads: { type: 'string', default: '3' },
+    baseline: { type: 'string' },
   },
 });
 const DURATION = Number(options.duration);
 const WARMUP = Number(options.warmup);
-const CONNECTIONS = Number(options.connections);
+const CONNECTIONS = options.connections.split(',').map((c) => Number(c.trim()));
+const COLD_STARTS = Number(options['cold-starts']);
 
 const repoRoot = new URL('..', import.meta.url).pathname;
 const children: ChildProcess[] = [];
@@ -73,6 +94,7 @@ async function freePort(): Promise<number> {
 interface Started {
   name: string;
   url: string;
+  pid: number;
 }
 
 /** A column of the table: where the load goes, and the fixture that target holds. */
@@ -80,15 +102,17 @@ interface Target {
   name: string;
   /** Several URLs when the target is several instances; autocannon spreads connections over them. */
   urls: string[];
-  /** The SQLite fixture's path rewritten onto this target's own fixture (PostgreSQL has other IDs). */
-  path(path: string): string;
+  /** The SQLite fixture's path rewritten onto this target's own fixture; null when it has none. */
+  path(path: string): string | null;
   auth: string;
 }
 
+const started = new Map<string, Started>();
+
 /** Spawns a server process and waits until `probePath` answers at all. */
-async function startTarget(name: string, args: string[], port: number, env: NodeJS.ProcessEnv, probePath: string): Promise<Started> {
+async function startTarget(name: string, args: string[], port: number, env: NodeJS.ProcessEnv, probePath: string, cwd = repoRoot): Promise<Started> {
   const child = spawn(process.execPath, args, {
-    cwd: repoRoot,
+    cwd,
     env: { ...process.env, ...env },
     // stdout to /dev/null: the service's access log costs what it costs in production, without a reader.
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -102,7 +126,9 @@ async function startTarget(name: string, args: string[], port: number, env: Node
     if (child.exitCode !== null) throw new Error(`${name} exited early (${child.exitCode}):\n${stderr}`);
     try {
       await fetch(`${url}${probePath}`);
-      return { name, url };
+      const s = { name, url, pid: child.pid ?? 0 };
+      started.set(name, s);
+      return s;
     } catch {
       if (Date.now() > deadline) throw new Error(`${name} did not start within 60 s:\n${stderr}`);
       await new Promise((r) => setTimeout(r, 200));
@@ -123,57 +149,89 @@ async function stopAll(): Promise<void> {
   );
 }
 
-interface Operation {
-  name: string;
-  method: 'GET' | 'PUT' | 'PATCH' | 'POST';
-  path: string;
-  body?: string;
+/** Resident set size of a process in MB (Linux), or NaN. */
+function rssMb(pid: number): number {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = /VmRSS:\s+(\d+) kB/.exec(status)?.[1];
+    return kb ? Number(kb) / 1024 : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
 }
 
-interface Measure {
-  rps: number;
-  p50: number;
-  p99: number;
-  bad: string | null;
-}
-
-async function measure(target: Target, op: Operation): Promise<Measure> {
+async function measure(target: Target, op: BenchOperation, connections: number): Promise<Cell | null> {
   const path = target.path(op.path);
-  const headers: Record<string, string> =
-    op.body === undefined ? { Authorization: target.auth } : { Authorization: target.auth, 'Content-Type': 'application/json' };
+  if (path === null || op.skip?.includes(target.name)) return null;
+  const headers: Record<string, string> = { Authorization: target.auth, ...(op.body === undefined ? {} : { 'Content-Type': 'application/json' }), ...op.headers };
+  const reasons = new Map<string, number>();
+  let failed = 0;
+  const onResponse = op.failure
+    ? (status: number, body: string): void => {
+        const why = op.failure?.(status, body);
+        if (why) {
+          failed += 1;
+          reasons.set(why, (reasons.get(why) ?? 0) + 1);
+        }
+      }
+    : undefined;
   const run = (duration: number) =>
     autocannon({
-      url: target.urls.length === 1 ? `${target.urls[0]}${path}` : target.urls.map((u) => `${u}${path}`),
-      method: op.method,
-      headers,
-      ...(op.body === undefined ? {} : { body: op.body }),
-      connections: CONNECTIONS,
+      url: target.urls.length === 1 ? (target.urls[0] as string) : target.urls,
+      requests: [{ method: op.method, path, headers, ...(op.body === undefined ? {} : { body: op.body }), ...(onResponse ? { onResponse } : {}) }],
+      connections,
       duration,
     });
   if (WARMUP > 0) await run(WARMUP);
+  failed = 0;
+  reasons.clear();
+  // The CPU the target's own processes spend is what the load generator and the neighbours cannot blur.
+  const pids = [...started.values()].filter((s) => target.urls.includes(s.url)).map((s) => s.pid);
+  const cpuBefore = pids.reduce((sum, pid) => sum + cpuMs(pid), 0);
   const result = await run(DURATION);
+  const cpuSpent = pids.reduce((sum, pid) => sum + cpuMs(pid), 0) - cpuBefore;
   const problems: string[] = [];
+  if (result['2xx'] + result.non2xx === 0) problems.push(`no answer within the ${DURATION} s run`);
   if (result.non2xx > 0) problems.push(`${result.non2xx} non-2xx (${JSON.stringify(result.statusCodeStats)})`);
-  if (result.errors > 0) problems.push(`${result.errors} errors`);
+  if (result.errors > 0) problems.push(`${result.errors} errors (${result.timeouts} of them timeouts)`);
+  if (failed > 0) problems.push(`${failed} failed attempts (${[...reasons].map(([why, n]) => `${n}× ${why}`).join('; ')})`);
+  const served = Math.max(0, result['2xx'] - failed);
   return {
-    rps: result['2xx'] / result.duration,
+    rps: served / result.duration,
+    cpuMsPerRequest: pids.length && served ? cpuSpent / served : Number.NaN,
     p50: result.latency.p50,
     p99: result.latency.p99,
+    failures: result.non2xx + result.errors + failed,
     bad: problems.length ? problems.join(', ') : null,
   };
 }
 
 const fmtRps = (n: number) => (n >= 100 ? Math.round(n).toLocaleString('en-US') : n.toFixed(1));
-// autocannon's latencies are whole milliseconds.
 const fmtMs = (n: number) => `${Math.round(n * 10) / 10} ms`;
-const ratio = (a: number | undefined, b: number | undefined) =>
-  a !== undefined && b !== undefined && b > 0 ? `${(a / b).toFixed(2)}×` : 'n/a';
 
 const SQLITE = 'full stack, SQLite';
+const BASELINE = 'baseline checkout, SQLite';
 const PG_ONE = 'PostgreSQL, 1 instance';
 const PG_TWO = 'PostgreSQL, 2 instances';
 const BARE = 'bare Express';
 const PRISM = 'Prism mock';
+
+/** `--floors`: `{ "<operation>": { "<ratio label>": floor } }` at the run's first connection count. */
+function checkFloors(run: BenchRun, file: string): string[] {
+  const floors = JSON.parse(readFileSync(file, 'utf8')) as Record<string, Record<string, number>>;
+  const conns = run.options.connections[0] ?? 10;
+  const below: string[] = [];
+  for (const [op, byRatio] of Object.entries(floors)) {
+    if (op.startsWith('$')) continue;
+    for (const [label, floor] of Object.entries(byRatio)) {
+      const def = run.ratios.find((r) => r.label === label);
+      const value = def ? ratioOf(run, op, conns, def) : null;
+      if (value === null) below.push(`${op}, ${label}: not measured`);
+      else if (value < floor) below.push(`${op}, ${label}: ${value.toFixed(2)}× is below its floor ${floor}×`);
+    }
+  }
+  return below;
+}
 
 async function main(): Promise<void> {
   if (options.files) {
@@ -181,19 +239,44 @@ async function main(): Promise<void> {
     return;
   }
   const loadBefore = loadavg();
-  const started = new Date();
+  const startedAt = new Date();
   let postgres: PostgresColumns | null = null;
   let postgresNote: string;
   try {
     const [fullPort, validatingPort, barePort, prismPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
     const publicUrl = `http://127.0.0.1:${fullPort}`;
 
-    // A tool, a graded placement and a student's launch, written to the data dir the service then opens.
+    // A tool, a graded placement and a student's launch, written to the data dir the service then opens;
+    // each section adds what it measures.
     const services = await buildServices(configFrom({ dataDir, publicUrl, logLevel: 'silent' }));
     const tool = await createTool({ services });
     const quiz = await placeLocation({ services }, { app: tool.app.id, type: 'assessment', points: 10 });
     const student = await launch({ services }, { placed: quiz, groups: ['student'] });
+    const operations: BenchOperation[] = [];
+    for (const section of SECTIONS) operations.push(...(await section.prepare({ services, student })));
+    await services.blobs.close?.();
     await services.store.close();
+    const rowPath = new URL(student.claims.storage.member).pathname;
+    const scorePath = new URL(student.claims.grade.submit ?? '').pathname;
+
+    // Cold start first, while nothing else of the bench runs: spawn → first 200 on /healthz, and → first
+    // validated contract operation (a member row GET).
+    const coldStarts: BenchRun['coldStart'] = [];
+    const baselineColdStarts: NonNullable<BenchRun['coldStart']> = [];
+    if (COLD_STARTS > 0) {
+      const port = await freePort();
+      // One uncounted start of each checkout first: tsx's transform cache is then warm, as on any start but
+      // the first after a change. Then alternating with the baseline's, so both see the same load.
+      await measureColdStart(dataDir, port, { path: rowPath, auth: student.auth });
+      if (options.baseline) await measureColdStart(dataDir, port, { path: rowPath, auth: student.auth }, resolve(options.baseline));
+      for (let i = 0; i < COLD_STARTS; i += 1) {
+        coldStarts.push(await measureColdStart(dataDir, port, { path: rowPath, auth: student.auth }));
+        if (options.baseline) baselineColdStarts.push(await measureColdStart(dataDir, port, { path: rowPath, auth: student.auth }, resolve(options.baseline)));
+      }
+      const show = (runs: typeof baselineColdStarts) => runs.map(describeColdStart).join('; ');
+      process.stderr.write(`  cold start: ${show(coldStarts)}\n`);
+      if (options.baseline) process.stderr.write(`  cold start of the baseline checkout: ${show(baselineColdStarts)}\n`);
+    }
 
     const serviceEnv = (port: number, validation: boolean): NodeJS.ProcessEnv => ({
       NODE_ENV: 'production',
@@ -206,14 +289,18 @@ async function main(): Promise<void> {
       LOG_LEVEL: 'info',
     });
     const prismCli = createRequire(import.meta.url).resolve('@stoplight/prism-cli/dist/index.js');
-    const rowPath = new URL(student.claims.storage.member).pathname;
-    const scorePath = new URL(student.claims.grade.submit ?? '').pathname;
-    const single = (s: Started): Target => ({ name: s.name, urls: [s.url], path: (p) => p, auth: student.auth });
+    const single = (s: Started, own: (p: string) => string | null = (p) => p): Target => ({ name: s.name, urls: [s.url], path: own, auth: student.auth });
+    // The baselines only have the storage and score routes.
+    const baselinePath = (p: string): string | null => (p === rowPath || p === scorePath ? p : null);
     const targets: Target[] = [];
     const profiling = options.profile ? ['--cpu-prof', '--cpu-prof-dir', options.profile] : [];
     targets.push(
       single(await startTarget(SQLITE, [...profiling, '--import', 'tsx', 'server/main.ts'], fullPort, serviceEnv(fullPort, false), '/healthz')),
     );
+    if (options.baseline) {
+      const port = await freePort();
+      targets.push(single(await startTarget(BASELINE, ['--import', 'tsx', 'server/main.ts'], port, serviceEnv(port, false), '/healthz', resolve(options.baseline))));
+    }
     if (options['with-validation']) {
       // Same data dir (WAL allows two processes); each process publishes scores to its own Sandbox LMS.
       targets.push(
@@ -240,87 +327,140 @@ async function main(): Promise<void> {
         targets.push(...pgColumns.columns);
       }
     }
-    targets.push(single(await startTarget(BARE, ['--import', 'tsx', 'scripts/bench/bare.ts'], barePort, { PORT: String(barePort) }, '/healthz')));
-    targets.push(
-      single(
-        await startTarget(
-          PRISM,
-          [prismCli, 'mock', 'generated/2026-09-21/openapi.json', '-h', '127.0.0.1', '-p', String(prismPort), '-v', 'warn'],
-          prismPort,
-          {},
-          '/.well-known/jwks.json',
+    targets.push(single(await startTarget(BARE, ['--import', 'tsx', 'scripts/bench/bare.ts'], barePort, { PORT: String(barePort) }, '/healthz'), baselinePath));
+    if (!options['no-prism']) {
+      targets.push(
+        single(
+          await startTarget(
+            PRISM,
+            [prismCli, 'mock', 'generated/2026-09-21/openapi.json', '-h', '127.0.0.1', '-p', String(prismPort), '-v', 'warn'],
+            prismPort,
+            {},
+            '/.well-known/jwks.json',
+          ),
+          baselinePath,
         ),
-      ),
-    );
-
-    const row = JSON.stringify({
-      progress: 3,
-      answers: { q1: 'b', q2: 'd', q3: ['a', 'c'] },
-      notes: 'Second attempt at question 3 after reviewing the lecture.',
-      updated: '2026-11-03T10:15:00Z',
-    });
-    const operations: Operation[] = [
-      { name: 'storage GET (member row)', method: 'GET', path: rowPath },
-      { name: 'storage PUT (member row, 160 B)', method: 'PUT', path: rowPath, body: row },
-      { name: 'storage PATCH (one key)', method: 'PATCH', path: rowPath, body: JSON.stringify({ patch: [{ op: 'replace', path: '/progress', value: 4 }] }) },
-      { name: 'score submission', method: 'POST', path: scorePath, body: JSON.stringify({ score: 0.85, comment: 'Good work on question 3.' }) },
-    ];
+      );
+    }
 
     // Every target starts from the same row, so GET reads and PATCH replaces something real.
     for (const target of targets) {
-      const seeded = await fetch(`${target.urls[0]}${target.path(rowPath)}`, {
+      const path = target.path(rowPath);
+      if (path === null) continue;
+      const seeded = await fetch(`${target.urls[0]}${path}`, {
         method: 'PUT',
         headers: { Authorization: target.auth, 'Content-Type': 'application/json' },
-        body: row,
+        body: BENCH_ROW,
       });
       if (seeded.status !== 204) throw new Error(`${target.name}: seeding the row answered ${seeded.status}: ${await seeded.text()}`);
     }
 
-    const results = new Map<string, Map<string, Measure>>();
-    for (const op of operations) {
-      const perTarget = new Map<string, Measure>();
-      results.set(op.name, perTarget);
-      for (const target of targets) {
-        process.stderr.write(`  ${op.name} on ${target.name} ...`);
-        const m = await measure(target, op);
-        perTarget.set(target.name, m);
-        process.stderr.write(` ${fmtRps(m.rps)} req/s, p50 ${fmtMs(m.p50)}, p99 ${fmtMs(m.p99)}${m.bad ? ` [${m.bad}]` : ''}\n`);
-      }
-    }
-    const loadAfter = loadavg();
-    const disk = probeCommitCost(200, dataDir);
-
     const names = targets.map((t) => t.name);
     // Requests/s ratios: the full stack against each baseline, PostgreSQL against SQLite, and what a second
     // instance adds on the same database.
-    const ratios: Array<[string, string, string]> = [
-      ['SQLite/bare', SQLITE, BARE],
-      ['SQLite/Prism', SQLITE, PRISM],
-    ];
-    if (postgres) ratios.push(['PG 1/SQLite', PG_ONE, SQLITE], ['PG 2/PG 1', PG_TWO, PG_ONE]);
-    const header = ['Operation', ...names.flatMap((n) => [`${n} req/s`, 'p50', 'p99']), ...ratios.map(([label]) => label)];
-    const lines = [`| ${header.join(' | ')} |`, `|${header.map((_, i) => (i === 0 ? ' --- ' : ' ---: ')).join('|')}|`];
+    const ratios: RatioDef[] = [{ label: 'SQLite/bare', of: SQLITE, to: BARE }];
+    if (options.baseline) ratios.push({ label: 'SQLite/baseline', of: SQLITE, to: BASELINE }, { label: 'baseline/bare', of: BASELINE, to: BARE });
+    if (!options['no-prism']) ratios.push({ label: 'SQLite/Prism', of: SQLITE, to: PRISM });
+    if (postgres) ratios.push({ label: 'PG 1/SQLite', of: PG_ONE, to: SQLITE }, { label: 'PG 2/PG 1', of: PG_TWO, to: PG_ONE });
+
+    const run: BenchRun = {
+      started: startedAt.toISOString(),
+      machine: '',
+      options: { durationS: DURATION, warmupS: WARMUP, connections: CONNECTIONS },
+      targets: names,
+      operations: operations.map((o) => o.name),
+      cells: {},
+      ratios,
+      coldStart: coldStarts.length ? coldStarts : null,
+      baselineColdStart: baselineColdStarts.length ? baselineColdStarts : null,
+      rssMb: {},
+      notes: [],
+    };
+    for (const op of operations) {
+      const byConns: Record<string, Record<string, Cell>> = {};
+      run.cells[op.name] = byConns;
+      for (const conns of CONNECTIONS) {
+        const perTarget: Record<string, Cell> = {};
+        byConns[String(conns)] = perTarget;
+        for (const target of targets) {
+          const m = await measure(target, op, conns);
+          if (!m) continue;
+          perTarget[target.name] = m;
+          process.stderr.write(
+            `  ${op.name} on ${target.name}, ${conns} connections: ${fmtRps(m.rps)} req/s, p50 ${fmtMs(m.p50)}, p99 ${fmtMs(m.p99)}, CPU ${m.cpuMsPerRequest.toFixed(2)} ms/request${m.bad ? ` [${m.bad}]` : ''}\n`,
+          );
+        }
+      }
+    }
+    for (const [name, s] of started) run.rssMb[name] = Math.round(rssMb(s.pid) * 10) / 10;
+    const loadAfter = loadavg();
+    const disk = probeCommitCost(200, dataDir);
+
+    const cpu = cpus();
+    run.machine =
+      `${cpu.length} cores (${cpu[0]?.model.trim() ?? 'unknown CPU'}), ${Math.round(totalmem() / 2 ** 30)} GB, Node ${process.version}, ` +
+      `${startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC; load average ${loadBefore[0]!.toFixed(2)} before, ${loadAfter[0]!.toFixed(2)} after; ` +
+      `autocannon: ${CONNECTIONS.join(' and ')} connections, ${DURATION} s per cell after a ${WARMUP} s warm-up; ` +
+      `a SQLite WAL commit on this disk: ${disk.fullMs.toFixed(2)} ms with synchronous=FULL (an fsync each), ${disk.normalMs.toFixed(3)} ms with NORMAL; ` +
+      `${postgresNote}`;
     const flagged: string[] = [];
     for (const op of operations) {
-      const perTarget = results.get(op.name)!;
-      const cells = names.flatMap((n) => {
-        const m = perTarget.get(n)!;
-        if (m.bad) flagged.push(`${op.name} on ${n}: ${m.bad}`);
-        return [`${fmtRps(m.rps)}${m.bad ? ' (!)' : ''}`, fmtMs(m.p50), fmtMs(m.p99)];
-      });
-      const rates = ratios.map(([, a, b]) => ratio(perTarget.get(a)?.rps, perTarget.get(b)?.rps));
-      lines.push(`| ${[op.name, ...cells, ...rates].join(' | ')} |`);
+      for (const conns of CONNECTIONS) {
+        for (const [name, m] of Object.entries(run.cells[op.name]?.[String(conns)] ?? {})) {
+          if (m.bad) flagged.push(`${op.name} on ${name}, ${conns} connections: ${m.bad}`);
+        }
+      }
     }
-    const cpu = cpus();
-    const machine =
-      `${cpu.length} cores (${cpu[0]?.model.trim() ?? 'unknown CPU'}), ${Math.round(totalmem() / 2 ** 30)} GB, Node ${process.version}, ` +
-      `${started.toISOString().slice(0, 16).replace('T', ' ')} UTC; load average ${loadBefore[0]!.toFixed(2)} before, ${loadAfter[0]!.toFixed(2)} after; ` +
-      `autocannon: ${CONNECTIONS} connections, ${DURATION} s per cell after a ${WARMUP} s warm-up; ` +
-      `a SQLite WAL commit on this disk: ${disk.fullMs.toFixed(2)} ms with synchronous=FULL, ${disk.normalMs.toFixed(3)} ms with NORMAL; ` +
-      `${postgresNote}`;
-    process.stdout.write(`\n${lines.join('\n')}\n\n${machine}\n`);
+    run.notes = flagged;
+    const cold = coldStarts.length
+      ? `Cold start (spawn → first 200 on /healthz; → first validated operation; wall clock, and the server's CPU time), ${coldStarts.length} runs: ` +
+        coldStarts.map(describeColdStart).join('; ') +
+        (baselineColdStarts.length ? `. The baseline checkout, alternating with these: ${baselineColdStarts.map(describeColdStart).join('; ')}` : '')
+      : 'Cold start not measured (--cold-starts 0)';
+    const rss = `RSS after the load: ${Object.entries(run.rssMb)
+      .map(([n, mb]) => `${n} ${mb} MB`)
+      .join(', ')}`;
+    const last = CONNECTIONS[CONNECTIONS.length - 1] ?? 10;
+    const p99s = `p99 of the full stack against bare Express at ${last} connections: ${operations
+      .map((o) => {
+        const r = p99Ratio(run, o.name, last, SQLITE, BARE);
+        return `${o.name} ${r === null ? 'n/a' : `${r.toFixed(1)}×`}`;
+      })
+      .join(', ')}`;
+    process.stdout.write(`\n${markdownTables(run, SQLITE, BARE)}\n${cold}\n\n${rss}\n\n${p99s}\n\n${run.machine}\n`);
+    const written = writeRun(run, resolve(repoRoot, options.out));
+    process.stdout.write(`\nWritten: ${written.json}, ${written.svg}\n`);
     if (flagged.length) {
-      process.stdout.write(`\nNot every answer was a 2xx; those cells count only the 2xx:\n  ${flagged.join('\n  ')}\n`);
+      process.stdout.write(`\nNot every answer was a served request; those cells count only the served ones:\n  ${flagged.join('\n  ')}\n`);
+    }
+    if (options.floors) {
+      let below = checkFloors(run, options.floors);
+      // A ratio below its floor is measured again, both targets back to back, up to twice: only a ratio
+      // that stays below every time fails, so a burst of load from a neighbour does not.
+      for (let retry = 0; retry < 2 && below.length > 0; retry += 1) {
+        process.stderr.write(`  below a floor; measuring again (${retry + 1} of 2): ${below.join('; ')}\n`);
+        const conns = CONNECTIONS[0] ?? 10;
+        for (const op of operations) {
+          if (!below.some((b) => b.startsWith(`${op.name},`))) continue;
+          const cells = run.cells[op.name]?.[String(conns)] ?? {};
+          const again: Record<string, Cell> = {};
+          for (const target of targets) {
+            const m = await measure(target, op, conns);
+            if (m) again[target.name] = m;
+          }
+          const now = again[SQLITE] && again[BARE] && again[BARE].rps > 0 ? again[SQLITE].rps / again[BARE].rps : 0;
+          const before = cells[SQLITE] && cells[BARE] && cells[BARE].rps > 0 ? cells[SQLITE].rps / cells[BARE].rps : 0;
+          if (now > before) Object.assign(cells, again);
+        }
+        below = checkFloors(run, options.floors);
+      }
+      if (below.length) {
+        process.stdout.write(`\nperformance check FAILED:\n  ${below.join('\n  ')}\n`);
+        process.exitCode = 1;
+      } else {
+        process.stdout.write(`\nperformance check passed (floors in ${options.floors})\n`);
+      }
+    } else if (flagged.some((f) => f.startsWith(SQLITE) || f.includes(`on ${SQLITE},`))) {
       process.exitCode = 1;
     }
   } finally {

@@ -22,6 +22,14 @@ declare module 'autocannon' {
     duration?: number;
     pipelining?: number;
     timeout?: number;
+    /** Per-request overrides; `onResponse` sees each answer (the bench reads score attempts there). */
+    requests?: Array<{
+      method?: 'GET' | 'PUT' | 'PATCH' | 'POST' | 'DELETE';
+      path?: string;
+      headers?: Record<string, string>;
+      body?: string;
+      onResponse?: (status: number, body: string) => void;
+    }>;
   }
   interface Result {
     requests: Histogram;

@@ -6,10 +6,10 @@
  *   → the handler (state 422, then success) → the response validator (when on).
  *
  * The validator (express-openapi-validator) runs late on purpose: run first it would answer a
- * malformed body with 400 before an unauthenticated caller got its 401.
+ * malformed body with 400 before an unauthenticated caller got its 401. It is handed this pipeline's
+ * match, so a request is matched to its operation once (validator.ts, PERF-01).
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import * as OpenApiValidator from 'express-openapi-validator';
 import { resolvePrincipal } from '../auth/credentials.js';
 import type { CredentialStore } from '../auth/credentials.js';
 import type { Principal } from '../auth/principal.js';
@@ -19,6 +19,7 @@ import { Problem } from './problem.js';
 import type { GuardContext, HandlerContext, HandlerResult } from './registry.js';
 import { writeResult } from './registry.js';
 import { OperationRouter } from './routes.js';
+import { validatorRunner } from './validator.js';
 import type { OperationEntry } from './routes.js';
 import type { Services } from './services.js';
 import type { MappingRule } from './validation-errors.js';
@@ -123,56 +124,10 @@ function operationShapes(spec: Record<string, unknown>, operations: Iterable<Ope
   return shapes;
 }
 
-export type Runner = (req: Request, res: Response, lateError: (err: unknown) => void) => Promise<void>;
-
-/**
- * Runs the validator's middlewares in sequence outside Express's own chain, so the pipeline decides when
- * validation happens. A response-validation failure surfaces after the chain has finished (when the
- * handler calls `res.json`); it is handed to `lateError`, which answers 500.
- */
-export function validatorRunner(spec: Record<string, unknown>, responseValidation: boolean): Runner {
-  const middlewares = OpenApiValidator.middleware({
-    // The validator mutates the document it is given (drops examples); keep ours intact.
-    apiSpec: structuredClone(spec) as never,
-    validateRequests: { allErrors: true, allowUnknownQueryParameters: true },
-    validateResponses: responseValidation ? { allErrors: true } : false,
-    // Our own credential resolution runs first and answers 401 itself (GAP-23).
-    validateSecurity: false,
-    // Multipart bodies are streamed by the upload handler, never buffered by the validator.
-    fileUploader: false,
-    validateFormats: true,
-  }) as unknown as RequestHandler[];
-  return (req, res, lateError) =>
-    new Promise<void>((resolve, reject) => {
-      let index = 0;
-      let settled = false;
-      const next = (err?: unknown): void => {
-        if (settled) {
-          if (err !== undefined && err !== null) lateError(err);
-          return;
-        }
-        if (err !== undefined && err !== null && err !== 'route' && err !== 'router') {
-          settled = true;
-          reject(err);
-          return;
-        }
-        const middleware = middlewares[index];
-        index += 1;
-        if (!middleware) {
-          settled = true;
-          resolve();
-          return;
-        }
-        try {
-          const out = middleware(req, res, next as NextFunction) as unknown;
-          if (out instanceof Promise) out.catch(next);
-        } catch (e) {
-          next(e);
-        }
-      };
-      next();
-    });
-}
+// The validator runner moved to validator.ts (one match per request, PERF-01); re-exported for the mounts
+// that import it from here.
+export { validatorRunner } from './validator.js';
+export type { Runner } from './validator.js';
 
 function isValidatorError(err: unknown): err is { status: number; errors?: unknown; message: string } {
   return typeof err === 'object' && err !== null && typeof (err as { status?: unknown }).status === 'number' && 'errors' in err;
@@ -263,7 +218,7 @@ export function contractPipeline(contract: ContractDefinition, services: Service
 
       if (kind.kind !== 'multipart') {
         try {
-          await validate(req, res, (err) => next(err));
+          await validate(req, res, (err) => next(err), found.match);
         } catch (err) {
           if (isValidatorError(err) && err.status < 500) {
             throw mapValidationFailures(operation, failuresFromValidatorError(err), { body, params, query: req.query }, rules);

@@ -448,8 +448,8 @@ export interface MigrateResult {
 }
 
 /**
- * Brings the schema up to date. Safe to run from several processes at once: each migration is checked
- * and applied inside one write transaction, so exactly one process applies it.
+ * Brings the schema up to date. Safe to run from several processes at once: the whole run is one write
+ * transaction (each migration a savepoint in it), so exactly one process applies an upgrade, entirely.
  *
  * On PostgreSQL, writers are not serialized as on SQLite and two concurrent `CREATE TABLE`s of one name
  * fail instead of waiting, so a run holds an advisory lock (one per schema) for its whole length, in one
@@ -474,7 +474,10 @@ export async function migrate(
       return applyMigrations(tx, clock, migrations);
     });
   }
-  return applyMigrations(db, clock, migrations);
+  // One write transaction for the whole run on SQLite too: a commit now waits for its fsync off the event
+  // loop (PERF-03), and between two migrations' transactions another process starting meanwhile would
+  // otherwise take the write lock and apply the rest, so one upgrade would be split over processes.
+  return db.transaction((tx) => applyMigrations(tx, clock, migrations));
 }
 
 /** Advisory lock key space of the migrations ("tis"); the second key is the schema's. */

@@ -1,0 +1,36 @@
+/**
+ * What a section of `npm run bench` is: a group of operations measured on every target that serves them.
+ * Each section is its own file in scripts/bench/ and one line in scripts/bench.ts's `SECTIONS`; a section
+ * sets up what it needs through the real services (the same data dir every SQLite target opens).
+ */
+import type { Services } from '../../server/http/services.js';
+import type { TestLaunch } from '../../tests/server/harness.js';
+
+/** What the bench prepared before any server started: a tool, a graded placement and a student's launch. */
+export interface BenchFixture {
+  services: Services;
+  student: TestLaunch;
+}
+
+export interface BenchOperation {
+  name: string;
+  method: 'GET' | 'PUT' | 'PATCH' | 'POST' | 'DELETE';
+  /** On the SQLite fixture; other targets rewrite it onto their own fixture (`Target.path`). */
+  path: string;
+  body?: string;
+  headers?: Record<string, string>;
+  /**
+   * A 2xx that still did not do the operation's work (a score whose attempt came back `failed`): the
+   * reason, counted as a failure and not as a served request. Reading the body costs the load generator a
+   * little, so only operations that need it set this.
+   */
+  failure?: (status: number, body: string) => string | null;
+  /** Targets that cannot serve it (by name); default: every target. */
+  skip?: readonly string[];
+}
+
+export interface BenchSection {
+  name: string;
+  /** Called once, before the servers start; the returned operations are measured in this order. */
+  prepare(fixture: BenchFixture): Promise<BenchOperation[]>;
+}
