@@ -1579,7 +1579,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description A malformed body (a PATCH without the patch wrapper, an invalid patch operation), a write over 1 MB of compact JSON, or a level still unprovisioned. Nothing is written. */
+        /** @description A body that is not JSON (decision H-02), a number a double cannot keep exactly (decision H-01), another malformed body (a PATCH without the patch wrapper, an invalid patch operation), a write over 1 MB of compact JSON, or a level still unprovisioned. Nothing is written. */
         SharedRowUnprocessable: {
             headers: {
                 [name: string]: unknown;
@@ -1597,7 +1597,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description A malformed body (a PATCH without the patch wrapper, an invalid patch operation) or a write over 512 KB of compact JSON. Nothing is written. */
+        /** @description A body that is not JSON (decision H-02), a number a double cannot keep exactly (decision H-01), another malformed body (a PATCH without the patch wrapper, an invalid patch operation) or a write over 512 KB of compact JSON. Nothing is written. */
         MemberRowUnprocessable: {
             headers: {
                 [name: string]: unknown;
@@ -1950,7 +1950,6 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
@@ -1990,7 +1989,6 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
@@ -2075,7 +2073,6 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
@@ -2120,7 +2117,6 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
@@ -2205,7 +2201,6 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
@@ -2250,7 +2245,6 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
@@ -2345,7 +2339,6 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
@@ -2395,7 +2388,6 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];

@@ -2203,7 +2203,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description A malformed body (a PATCH without the patch wrapper, an invalid patch operation), a write over 1 MB of compact JSON, or a level still unprovisioned. Nothing is written. */
+        /** @description A body that is not JSON (decision H-02), a number a double cannot keep exactly (decision H-01), another malformed body (a PATCH without the patch wrapper, an invalid patch operation), a write over 1 MB of compact JSON, or a level still unprovisioned. Nothing is written. */
         SharedRowUnprocessable: {
             headers: {
                 [name: string]: unknown;
@@ -2221,7 +2221,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description A malformed body (a PATCH without the patch wrapper, an invalid patch operation) or a write over 512 KB of compact JSON. Nothing is written. */
+        /** @description A body that is not JSON (decision H-02), a number a double cannot keep exactly (decision H-01), another malformed body (a PATCH without the patch wrapper, an invalid patch operation) or a write over 512 KB of compact JSON. Nothing is written. */
         MemberRowUnprocessable: {
             headers: {
                 [name: string]: unknown;
@@ -2257,7 +2257,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The key or body breaks a rule, the file would exceed the row's quota (100 files, 104857600 bytes, counting signed uploads still in flight, decision GAP-35), or the level is still unprovisioned. Nothing is signed. */
+        /** @description A body that is not JSON (decision H-02), a number a double cannot keep exactly (decision H-01), a key or body that breaks a rule, the file would exceed the row's quota (100 files, 104857600 bytes, counting signed uploads still in flight, decision GAP-35), or the level is still unprovisioned. Nothing is signed. */
         SharedFilePutUnprocessable: {
             headers: {
                 [name: string]: unknown;
@@ -2275,7 +2275,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The key or body breaks a rule, or the file would exceed the row's quota (100 files, 104857600 bytes, counting signed uploads still in flight, decision GAP-35). Nothing is signed. */
+        /** @description A body that is not JSON (decision H-02), a number a double cannot keep exactly (decision H-01), a key or body that breaks a rule, or the file would exceed the row's quota (100 files, 104857600 bytes, counting signed uploads still in flight, decision GAP-35). Nothing is signed. */
         MemberFilePutUnprocessable: {
             headers: {
                 [name: string]: unknown;
@@ -2501,7 +2501,6 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
@@ -2541,7 +2540,6 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
@@ -2626,7 +2624,6 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
@@ -2671,7 +2668,6 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
@@ -2756,7 +2752,6 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
@@ -2801,7 +2796,6 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
@@ -2896,7 +2890,6 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
@@ -2946,7 +2939,6 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
@@ -3070,7 +3062,6 @@ export interface operations {
                     "application/json": components["schemas"]["UploadForm"];
                 };
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
@@ -3248,7 +3239,6 @@ export interface operations {
                     "application/json": components["schemas"]["UploadForm"];
                 };
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
@@ -3430,7 +3420,6 @@ export interface operations {
                     "application/json": components["schemas"]["UploadForm"];
                 };
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
@@ -3627,7 +3616,6 @@ export interface operations {
                     "application/json": components["schemas"]["UploadForm"];
                 };
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
