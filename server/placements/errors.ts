@@ -49,7 +49,7 @@ export function placementErrorOf(err: unknown): PlacementError | null {
     case 'resource_link_taken':
       return new PlacementError(409, 'resource_link_taken', err.message);
     case 'location_deleted':
-      return new PlacementError(410, 'location_deleted', err.message);
+      return new PlacementError(409, 'location_deleted', err.message);
   }
 }
 
