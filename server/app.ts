@@ -20,6 +20,7 @@ import { createLogger } from './http/log.js';
 import type { ContractDefinition } from './http/pipeline.js';
 import { contractPipeline, requestLocals } from './http/pipeline.js';
 import { internalError, isProblem, Problem, PROBLEM_CONTENT_TYPE, reasonPhrase } from './http/problem.js';
+import { noStoreWithCredentials } from './http/no-store.js';
 import { requestContext } from './http/request-context.js';
 import { OperationRouter } from './http/routes.js';
 import type { Services } from './http/services.js';
@@ -116,6 +117,7 @@ export function createApp(services: Services, options: AppOptions = {}): Express
     (res.locals as { contractVersion?: string }).contractVersion ?? CURRENT_CONTRACT_VERSION;
 
   app.use(requestContext(services.log, servedVersionOf));
+  app.use(noStoreWithCredentials);
 
   app.get('/healthz', async (_req: Request, res: Response) => {
     const locals = requestLocals(res);
