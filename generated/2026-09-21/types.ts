@@ -2131,6 +2131,20 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /**
+         * @description The first request with this `Idempotency-Key` is still being published (decision H-07). Sent with
+         *     `Retry-After: 1`; nothing is published for this request.
+         */
+        ScoreIdempotencyConflict: {
+            headers: {
+                /** @description Seconds to wait before sending the request again. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description The body exceeds the HTTP size limit. */
         BodyTooLarge: {
             headers: {
@@ -2149,7 +2163,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The body breaks a rule of the score submission, or the location is not type assessment. Nothing is published or recorded. */
+        /** @description The body breaks a rule of the score submission, the location is not type assessment, or an `Idempotency-Key` already used within 24 hours for a different request is sent (decision H-07). Nothing is published or recorded. */
         ScoreUnprocessable: {
             headers: {
                 [name: string]: unknown;
@@ -2307,6 +2321,16 @@ export interface components {
          */
         MemberId: string;
         /**
+         * @description An extension of this implementation, not part of the published contract (decision H-07). A key the tool
+         *     chooses for one score submission, so that a retry after a lost answer cannot publish twice: the same key
+         *     with the same request (URL, credential's caller and JSON body) within 24 hours answers the first
+         *     attempt again (with `Idempotent-Replayed: true`) and publishes nothing; the same key with another request
+         *     is 422; while the first request with the key is still being published, another one answers 409. Keys are
+         *     kept per tool. Without the header every call publishes, as the contract says.
+         * @example 5f0c3a9e-1b7d-4c2e-9a8f-2d6b4e1c7a90
+         */
+        IdempotencyKey: string;
+        /**
          * @description The file's key in the row: 1 to 128 ASCII letters, digits, `.`, `_` or `-`, starting with a letter or
          *     digit, case-sensitive (decision GAP-36). A key that breaks the rules answers 422 on every method (GAP-03).
          * @example lab-report-week3.pdf
@@ -2328,7 +2352,18 @@ export interface operations {
     submitScore: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An extension of this implementation, not part of the published contract (decision H-07). A key the tool
+                 *     chooses for one score submission, so that a retry after a lost answer cannot publish twice: the same key
+                 *     with the same request (URL, credential's caller and JSON body) within 24 hours answers the first
+                 *     attempt again (with `Idempotent-Replayed: true`) and publishes nothing; the same key with another request
+                 *     is 422; while the first request with the key is still being published, another one answers 409. Keys are
+                 *     kept per tool. Without the header every call publishes, as the contract says.
+                 * @example 5f0c3a9e-1b7d-4c2e-9a8f-2d6b4e1c7a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The course's ID, the launch's `context` claim. Opaque; do not parse it (decision L-09).
@@ -2365,6 +2400,11 @@ export interface operations {
              */
             200: {
                 headers: {
+                    /**
+                     * @description `true` when this answer is the first attempt of an earlier request with the same `Idempotency-Key`
+                     *     (decision H-07); nothing was published for this request. Absent otherwise.
+                     */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2375,6 +2415,7 @@ export interface operations {
             401: components["responses"]["ScoreUnauthorized"];
             403: components["responses"]["ScoreForbidden"];
             404: components["responses"]["ScoreMemberNotFound"];
+            409: components["responses"]["ScoreIdempotencyConflict"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ScoreUnprocessable"];
@@ -2383,7 +2424,18 @@ export interface operations {
     submitScoreAsUser: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An extension of this implementation, not part of the published contract (decision H-07). A key the tool
+                 *     chooses for one score submission, so that a retry after a lost answer cannot publish twice: the same key
+                 *     with the same request (URL, credential's caller and JSON body) within 24 hours answers the first
+                 *     attempt again (with `Idempotent-Replayed: true`) and publishes nothing; the same key with another request
+                 *     is 422; while the first request with the key is still being published, another one answers 409. Keys are
+                 *     kept per tool. Without the header every call publishes, as the contract says.
+                 * @example 5f0c3a9e-1b7d-4c2e-9a8f-2d6b4e1c7a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The course's ID, the launch's `context` claim. Opaque; do not parse it (decision L-09).
@@ -2420,6 +2472,11 @@ export interface operations {
              */
             200: {
                 headers: {
+                    /**
+                     * @description `true` when this answer is the first attempt of an earlier request with the same `Idempotency-Key`
+                     *     (decision H-07); nothing was published for this request. Absent otherwise.
+                     */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2430,6 +2487,7 @@ export interface operations {
             401: components["responses"]["ScoreUnauthorizedAccount"];
             403: components["responses"]["ScoreForbiddenAccount"];
             404: components["responses"]["ScoreMemberNotFound"];
+            409: components["responses"]["ScoreIdempotencyConflict"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ScoreUnprocessable"];

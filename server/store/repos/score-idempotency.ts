@@ -77,8 +77,8 @@ export class ScoreIdempotencyRepo {
     await this.ctx.db.run('DELETE FROM score_idempotency WHERE app_id = ? AND idempotency_key = ? AND attempt_id IS NULL', [appId, key]);
   }
 
-  /** Forgets keys created before `beforeMs`. */
-  async sweep(beforeMs: number): Promise<number> {
-    return (await this.ctx.db.run('DELETE FROM score_idempotency WHERE created_at < ?', [beforeMs])).changes;
+  /** Forgets keys older than `keptMs`. */
+  async sweep(keptMs: number): Promise<number> {
+    return (await this.ctx.db.run('DELETE FROM score_idempotency WHERE created_at < ?', [this.ctx.clock.nowMs() - keptMs])).changes;
   }
 }
