@@ -51,6 +51,24 @@ function notPublic(field: string, c: AddressClassification, raw: string): Endpoi
   );
 }
 
+/**
+ * Whether `url` is already what the WHATWG parser makes of it, but for the `/` it adds to an empty path
+ * (decision H-04). A URL the parser has to repair (`https:/host`, `\\` for `/`, fullwidth or enclosed
+ * letters folded into a host name, a default port dropped, upper case lowered, characters
+ * percent-encoded, an IPv4 address in another spelling) is not the URL it appears to be: a person reading
+ * it and the service calling it would disagree about where it goes. Such URLs are refused, not repaired.
+ * Any setting that holds a URL the service will call (the three tool URLs, an LMS's URLs) judges with it.
+ */
+export function isWrittenAsParsed(url: string, parsed?: URL): boolean {
+  let href: string;
+  try {
+    href = (parsed ?? new URL(url)).href;
+  } catch {
+    return false;
+  }
+  return href === url || href === `${url}/`;
+}
+
 export async function checkEndpointUrl(url: unknown, options: EndpointCheckOptions): Promise<EndpointCheck> {
   const field = options.field ?? 'url';
   const notAbsoluteHttps = refusal('absolute_https', `${field} must be an absolute https:// URL`);
@@ -63,6 +81,7 @@ export async function checkEndpointUrl(url: unknown, options: EndpointCheckOptio
   } catch {
     return notAbsoluteHttps;
   }
+  if (!isWrittenAsParsed(url, parsed)) return notAbsoluteHttps;
   const devHost = options.allowLoopbackHttp === true && DEV_HOSTS.has(parsed.hostname);
   if (parsed.protocol !== 'https:' && !(parsed.protocol === 'http:' && devHost)) return notAbsoluteHttps;
   if (parsed.username !== '' || parsed.password !== '') {
