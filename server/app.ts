@@ -21,6 +21,7 @@ import type { ContractDefinition } from './http/pipeline.js';
 import { contractPipeline, requestLocals } from './http/pipeline.js';
 import { internalError, isProblem, Problem, PROBLEM_CONTENT_TYPE, reasonPhrase } from './http/problem.js';
 import { noStoreWithCredentials } from './http/no-store.js';
+import { CredentialThrottle, DEFAULT_THROTTLE_LIMITS } from './throttle/index.js';
 import { requestContext } from './http/request-context.js';
 import { OperationRouter } from './http/routes.js';
 import type { Services } from './http/services.js';
@@ -118,6 +119,12 @@ export function createApp(services: Services, options: AppOptions = {}): Express
 
   app.use(requestContext(services.log, servedVersionOf));
   app.use(noStoreWithCredentials);
+  const throttle = new CredentialThrottle(services.store, services.clock, services.log, {
+    ...DEFAULT_THROTTLE_LIMITS,
+    perAddress: services.config.authFailuresPerAddress,
+    perCredential: services.config.authFailuresPerCredential,
+  });
+  app.use(throttle.gate);
 
   app.get('/healthz', async (_req: Request, res: Response) => {
     const locals = requestLocals(res);
@@ -205,7 +212,7 @@ export function createApp(services: Services, options: AppOptions = {}): Express
     sendProblem(res, new Problem(404, 'not_found', `no operation at ${req.method} ${req.path}`));
   });
 
-  app.use((err: unknown, _req: Request, res: Response, next: NextFunction) => {
+  app.use((err: unknown, req: Request, res: Response, next: NextFunction) => {
     const locals = requestLocals(res);
     const log = locals.log ?? services.log;
     const problem = toProblem(err, log);
@@ -218,7 +225,14 @@ export function createApp(services: Services, options: AppOptions = {}): Express
       next(err);
       return;
     }
-    sendProblem(res, problem);
+    // A refused credential is counted before the answer leaves (H-05); counting never loses the answer.
+    throttle.failed(req, problem, log).then(
+      () => sendProblem(res, problem),
+      (countErr: unknown) => {
+        log.error('failed authentication not counted', { err: countErr });
+        sendProblem(res, problem);
+      },
+    );
   });
   return app;
 }
