@@ -982,6 +982,22 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /**
+         * @description Credential guessing is throttled (decision H-05). Sent instead of judging the credential when, in the
+         *     current one-minute window, this client address has failed to authenticate 30 times, or the credential's
+         *     prefix (the API key's tool, the dashboard, or `api.token`s) has failed 10 times and this address is
+         *     among those that failed. `Retry-After` gives the seconds until the window ends. Nothing is done.
+         */
+        TooManyFailedAuthentications: {
+            headers: {
+                /** @description Seconds until the counting window ends. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description The body is not valid JSON. */
         MalformedJson: {
             headers: {
@@ -1193,6 +1209,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["ApiKeyUnauthorized"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     updateApp: {
@@ -1222,6 +1239,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["AppUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     listLocations: {
@@ -1243,6 +1261,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["ApiKeyUnauthorized"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     createLocation: {
@@ -1272,6 +1291,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["LocationUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     deleteLocation: {
@@ -1301,6 +1321,7 @@ export interface operations {
             401: components["responses"]["ApiKeyUnauthorized"];
             404: components["responses"]["LocationNotFound"];
             422: components["responses"]["HomeLocationDelete"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     updateLocation: {
@@ -1337,6 +1358,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["LocationUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     submitGrade: {
@@ -1367,6 +1389,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["GradeUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getGrade: {
@@ -1395,6 +1418,7 @@ export interface operations {
             };
             401: components["responses"]["ApiKeyUnauthorized"];
             404: components["responses"]["GradeNotFound"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getContextRow: {
@@ -1430,6 +1454,7 @@ export interface operations {
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["SharedRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     putContextRow: {
@@ -1469,6 +1494,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["SharedRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     patchContextRow: {
@@ -1508,6 +1534,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["SharedRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getLocationRow: {
@@ -1548,6 +1575,7 @@ export interface operations {
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["SharedRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     putLocationRow: {
@@ -1592,6 +1620,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["SharedRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     patchLocationRow: {
@@ -1636,6 +1665,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["SharedRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getMemberRow: {
@@ -1676,6 +1706,7 @@ export interface operations {
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["MemberRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     putMemberRow: {
@@ -1720,6 +1751,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["MemberRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     patchMemberRow: {
@@ -1764,6 +1796,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["MemberRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getMemberLocationRow: {
@@ -1809,6 +1842,7 @@ export interface operations {
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["MemberRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     putMemberLocationRow: {
@@ -1858,6 +1892,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["MemberRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     patchMemberLocationRow: {
@@ -1907,6 +1942,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["MemberRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getPublicKeys: {

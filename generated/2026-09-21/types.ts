@@ -2172,6 +2172,22 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /**
+         * @description Credential guessing is throttled (decision H-05). Sent instead of judging the credential when, in the
+         *     current one-minute window, this client address has failed to authenticate 30 times, or the credential's
+         *     prefix (the API key's tool, the dashboard, or `api.token`s) has failed 10 times and this address is
+         *     among those that failed. `Retry-After` gives the seconds until the window ends. Nothing is done.
+         */
+        TooManyFailedAuthentications: {
+            headers: {
+                /** @description Seconds until the counting window ends. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description No credential, an API key (not accepted on the account form, decisions L-03, NS-21), an unknown, revoked or expired api.token, or a suspended tool. Nothing is published or recorded. */
         ScoreUnauthorizedAccount: {
             headers: {
@@ -2419,6 +2435,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ScoreUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     submitScoreAsUser: {
@@ -2491,6 +2508,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ScoreUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getContextRow: {
@@ -2526,6 +2544,7 @@ export interface operations {
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["SharedRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     putContextRow: {
@@ -2565,6 +2584,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["SharedRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     patchContextRow: {
@@ -2604,6 +2624,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["SharedRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getLocationRow: {
@@ -2644,6 +2665,7 @@ export interface operations {
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["SharedRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     putLocationRow: {
@@ -2688,6 +2710,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["SharedRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     patchLocationRow: {
@@ -2732,6 +2755,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["SharedRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getMemberRow: {
@@ -2772,6 +2796,7 @@ export interface operations {
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["MemberRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     putMemberRow: {
@@ -2816,6 +2841,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["MemberRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     patchMemberRow: {
@@ -2860,6 +2886,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["MemberRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getMemberLocationRow: {
@@ -2905,6 +2932,7 @@ export interface operations {
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["MemberRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     putMemberLocationRow: {
@@ -2954,6 +2982,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["MemberRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     patchMemberLocationRow: {
@@ -3003,6 +3032,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["MemberRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     listContextFiles: {
@@ -3038,6 +3068,7 @@ export interface operations {
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["SharedFilesNotProvisioned"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getContextFile: {
@@ -3079,6 +3110,7 @@ export interface operations {
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["FileNotFound"];
             422: components["responses"]["SharedFileKeyUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     putContextFile: {
@@ -3126,6 +3158,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["SharedFilePutUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     deleteContextFile: {
@@ -3165,6 +3198,7 @@ export interface operations {
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["SharedFileKeyUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     listLocationFiles: {
@@ -3205,6 +3239,7 @@ export interface operations {
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["SharedFilesNotProvisioned"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getLocationFile: {
@@ -3251,6 +3286,7 @@ export interface operations {
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["FileNotFound"];
             422: components["responses"]["SharedFileKeyUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     putLocationFile: {
@@ -3303,6 +3339,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["SharedFilePutUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     deleteLocationFile: {
@@ -3347,6 +3384,7 @@ export interface operations {
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["SharedFileKeyUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     listMemberFiles: {
@@ -3386,6 +3424,7 @@ export interface operations {
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getMemberFile: {
@@ -3432,6 +3471,7 @@ export interface operations {
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["FileNotFound"];
             422: components["responses"]["MemberFileKeyUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     putMemberFile: {
@@ -3484,6 +3524,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["MemberFilePutUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     deleteMemberFile: {
@@ -3528,6 +3569,7 @@ export interface operations {
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["MemberFileKeyUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     listMemberLocationFiles: {
@@ -3572,6 +3614,7 @@ export interface operations {
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getMemberLocationFile: {
@@ -3623,6 +3666,7 @@ export interface operations {
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["FileNotFound"];
             422: components["responses"]["MemberFileKeyUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     putMemberLocationFile: {
@@ -3680,6 +3724,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["MemberFilePutUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     deleteMemberLocationFile: {
@@ -3729,6 +3774,7 @@ export interface operations {
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["MemberFileKeyUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     uploadFile: {
@@ -3921,6 +3967,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     provisionLocation: {
@@ -3988,6 +4035,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getPublicKeys: {

@@ -52,6 +52,8 @@ export function addressBucket(address: string | undefined): string {
 export function credentialBucket(req: Request): string | null {
   const credential = bearerCredential(req.headers.authorization);
   if (credential === null) return null;
+  // The Sandbox LMS's OAuth tokens are that LMS's business (its own token endpoint), not a guessed login.
+  if (req.path.startsWith('/sandbox-lms/')) return null;
   if (req.path.startsWith('/dashboard/')) return 'credential:dashboard';
   const key = parseApiKey(credential);
   if (key) return `credential:api_key:${key.appId}`;
@@ -85,7 +87,7 @@ export class CredentialThrottle {
   async check(req: Request): Promise<Problem | null> {
     const credential = credentialBucket(req);
     if (credential === null) return null;
-    const address = addressBucket(req.socket.remoteAddress);
+    const address = addressBucket(req.ip ?? req.socket.remoteAddress);
     const { start, retryAfter } = this.window();
     const counts = await this.store.authFailures.counts([address, credential], start);
     const fromAddress = counts.get(address) ?? 0;
@@ -102,7 +104,7 @@ export class CredentialThrottle {
     if (problem.status !== 401 || !GUESS_CODES.has(problem.code)) return;
     const credential = credentialBucket(req);
     if (credential === null) return;
-    const address = addressBucket(req.socket.remoteAddress);
+    const address = addressBucket(req.ip ?? req.socket.remoteAddress);
     const { start } = this.window();
     const [fromAddress, forCredential] = await this.store.authFailures.record([address, credential], start);
     const windowEnds = new Date(start + this.limits.windowMs).toISOString();
