@@ -69,6 +69,20 @@ export function isWrittenAsParsed(url: string, parsed?: URL): boolean {
   return href === url || href === `${url}/`;
 }
 
+/**
+ * Whether a stored URL is one only the development switch (`allowLoopbackHttp`) accepts: its host is
+ * 127.0.0.1, [::1] or localhost (decision H-12). Such a URL, kept from a start with the switch on, fails
+ * the rules on every call while the switch is off, so it is never called; the service flags it.
+ */
+export function isDevelopmentOnlyUrl(url: string | null): boolean {
+  if (url === null || url === '') return false;
+  try {
+    return DEV_HOSTS.has(new URL(url).hostname);
+  } catch {
+    return false;
+  }
+}
+
 export async function checkEndpointUrl(url: unknown, options: EndpointCheckOptions): Promise<EndpointCheck> {
   const field = options.field ?? 'url';
   const notAbsoluteHttps = refusal('absolute_https', `${field} must be an absolute https:// URL`);

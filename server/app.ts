@@ -22,6 +22,7 @@ import { contractPipeline, requestLocals } from './http/pipeline.js';
 import { internalError, isProblem, Problem, PROBLEM_CONTENT_TYPE, reasonPhrase } from './http/problem.js';
 import { noStoreWithCredentials } from './http/no-store.js';
 import { CredentialThrottle, DEFAULT_THROTTLE_LIMITS } from './throttle/index.js';
+import { flagDevelopmentUrls } from './outbound/development-urls.js';
 import { requestContext } from './http/request-context.js';
 import { OperationRouter } from './http/routes.js';
 import type { Services } from './http/services.js';
@@ -315,6 +316,7 @@ export interface StartOptions extends BuildServicesOptions, AppOptions {
 export async function startService(config: Config, options: StartOptions = {}): Promise<RunningService> {
   let listeningUrl: string | undefined;
   const services = options.services ?? (await buildServices(config, { selfOrigin: () => listeningUrl, ...options }));
+  await flagDevelopmentUrls(services.store, config.allowLoopbackTools, services.log);
   let shuttingDown = false;
   const app = createApp(services, { ...options, isShuttingDown: () => shuttingDown });
   let server: Server;

@@ -921,6 +921,12 @@ export interface components {
              *     written only through the archived `PATCH /v1/apps/me` (decision NS-02).
              */
             grades_released: boolean;
+            /**
+             * @description The endpoint URL settings whose host is 127.0.0.1, [::1] or localhost: URLs only the development switch
+             *     `ALLOW_LOOPBACK_TOOLS` accepts (decision H-12). While the switch is off they fail the URL rules at every
+             *     call, so the service never calls them (and logs each such tool at start-up). Empty for most tools.
+             */
+            development_only_urls: ("callback_url" | "provision_url" | "locations_url")[];
             /** Format: date-time */
             created: string;
             /**
