@@ -51,6 +51,38 @@ function notPublic(field: string, c: AddressClassification, raw: string): Endpoi
   );
 }
 
+/**
+ * Whether `url` is already what the WHATWG parser makes of it, but for the `/` it adds to an empty path
+ * (decision H-04). A URL the parser has to repair (`https:/host`, `\\` for `/`, fullwidth or enclosed
+ * letters folded into a host name, a default port dropped, upper case lowered, characters
+ * percent-encoded, an IPv4 address in another spelling) is not the URL it appears to be: a person reading
+ * it and the service calling it would disagree about where it goes. Such URLs are refused, not repaired.
+ * Any setting that holds a URL the service will call (the three tool URLs, an LMS's URLs) judges with it.
+ */
+export function isWrittenAsParsed(url: string, parsed?: URL): boolean {
+  let href: string;
+  try {
+    href = (parsed ?? new URL(url)).href;
+  } catch {
+    return false;
+  }
+  return href === url || href === `${url}/`;
+}
+
+/**
+ * Whether a stored URL is one only the development switch (`allowLoopbackHttp`) accepts: its host is
+ * 127.0.0.1, [::1] or localhost (decision H-12). Such a URL, kept from a start with the switch on, fails
+ * the rules on every call while the switch is off, so it is never called; the service flags it.
+ */
+export function isDevelopmentOnlyUrl(url: string | null): boolean {
+  if (url === null || url === '') return false;
+  try {
+    return DEV_HOSTS.has(new URL(url).hostname);
+  } catch {
+    return false;
+  }
+}
+
 export async function checkEndpointUrl(url: unknown, options: EndpointCheckOptions): Promise<EndpointCheck> {
   const field = options.field ?? 'url';
   const notAbsoluteHttps = refusal('absolute_https', `${field} must be an absolute https:// URL`);
@@ -63,6 +95,7 @@ export async function checkEndpointUrl(url: unknown, options: EndpointCheckOptio
   } catch {
     return notAbsoluteHttps;
   }
+  if (!isWrittenAsParsed(url, parsed)) return notAbsoluteHttps;
   const devHost = options.allowLoopbackHttp === true && DEV_HOSTS.has(parsed.hostname);
   if (parsed.protocol !== 'https:' && !(parsed.protocol === 'http:' && devHost)) return notAbsoluteHttps;
   if (parsed.username !== '' || parsed.password !== '') {

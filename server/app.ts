@@ -20,6 +20,9 @@ import { createLogger } from './http/log.js';
 import type { ContractDefinition } from './http/pipeline.js';
 import { contractPipeline, requestLocals } from './http/pipeline.js';
 import { internalError, isProblem, Problem, PROBLEM_CONTENT_TYPE, reasonPhrase } from './http/problem.js';
+import { noStoreWithCredentials } from './http/no-store.js';
+import { CredentialThrottle, DEFAULT_THROTTLE_LIMITS } from './throttle/index.js';
+import { flagDevelopmentUrls } from './outbound/development-urls.js';
 import { requestContext } from './http/request-context.js';
 import { OperationRouter } from './http/routes.js';
 import type { Services } from './http/services.js';
@@ -116,6 +119,13 @@ export function createApp(services: Services, options: AppOptions = {}): Express
     (res.locals as { contractVersion?: string }).contractVersion ?? CURRENT_CONTRACT_VERSION;
 
   app.use(requestContext(services.log, servedVersionOf));
+  app.use(noStoreWithCredentials);
+  const throttle = new CredentialThrottle(services.store, services.clock, services.log, {
+    ...DEFAULT_THROTTLE_LIMITS,
+    perAddress: services.config.authFailuresPerAddress,
+    perCredential: services.config.authFailuresPerCredential,
+  });
+  app.use(throttle.gate);
 
   app.get('/healthz', async (_req: Request, res: Response) => {
     const locals = requestLocals(res);
@@ -203,7 +213,7 @@ export function createApp(services: Services, options: AppOptions = {}): Express
     sendProblem(res, new Problem(404, 'not_found', `no operation at ${req.method} ${req.path}`));
   });
 
-  app.use((err: unknown, _req: Request, res: Response, next: NextFunction) => {
+  app.use((err: unknown, req: Request, res: Response, next: NextFunction) => {
     const locals = requestLocals(res);
     const log = locals.log ?? services.log;
     const problem = toProblem(err, log);
@@ -216,7 +226,14 @@ export function createApp(services: Services, options: AppOptions = {}): Express
       next(err);
       return;
     }
-    sendProblem(res, problem);
+    // A refused credential is counted before the answer leaves (H-05); counting never loses the answer.
+    throttle.failed(req, problem, log).then(
+      () => sendProblem(res, problem),
+      (countErr: unknown) => {
+        log.error('failed authentication not counted', { err: countErr });
+        sendProblem(res, problem);
+      },
+    );
   });
   return app;
 }
@@ -299,6 +316,7 @@ export interface StartOptions extends BuildServicesOptions, AppOptions {
 export async function startService(config: Config, options: StartOptions = {}): Promise<RunningService> {
   let listeningUrl: string | undefined;
   const services = options.services ?? (await buildServices(config, { selfOrigin: () => listeningUrl, ...options }));
+  await flagDevelopmentUrls(services.store, config.allowLoopbackTools, services.log);
   let shuttingDown = false;
   const app = createApp(services, { ...options, isShuttingDown: () => shuttingDown });
   let server: Server;

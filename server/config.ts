@@ -50,6 +50,10 @@ export interface Config {
    * Null: generated at first start into `DATA_DIR/platform-token` and reused afterwards.
    */
   platformToken: string | null;
+  /** `AUTH_FAILURES_PER_ADDRESS`: failed authentications from one client address per minute (H-05). */
+  authFailuresPerAddress: number;
+  /** `AUTH_FAILURES_PER_CREDENTIAL`: failed authentications naming one credential prefix per minute (H-05). */
+  authFailuresPerCredential: number;
 }
 
 export class ConfigError extends Error {
@@ -167,6 +171,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
   const locationsTimeoutMs = parseIntIn('LOCATIONS_TIMEOUT_MS', env['LOCATIONS_TIMEOUT_MS'], 30_000, 100, 30_000, problems);
   const provisionTimeoutMs = parseIntIn('PROVISION_TIMEOUT_MS', env['PROVISION_TIMEOUT_MS'], 10_000, 100, 10_000, problems);
   const database = readDatabase(env, problems);
+  const authFailuresPerAddress = parseIntIn('AUTH_FAILURES_PER_ADDRESS', env['AUTH_FAILURES_PER_ADDRESS'], 30, 1, 1_000_000, problems);
+  const authFailuresPerCredential = parseIntIn('AUTH_FAILURES_PER_CREDENTIAL', env['AUTH_FAILURES_PER_CREDENTIAL'], 10, 1, 1_000_000, problems);
   const platformToken = env['PLATFORM_TOKEN']?.trim() || null;
   if (platformToken !== null && (platformToken.length < 32 || /[^\x21-\x7e]/.test(platformToken))) {
     // A short or oddly spelled operator credential is a typo or a weak secret; neither should start.
@@ -192,6 +198,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
     nodeEnv,
     ...database,
     platformToken,
+    authFailuresPerAddress,
+    authFailuresPerCredential,
   };
 }
 

@@ -982,6 +982,22 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /**
+         * @description Credential guessing is throttled (decision H-05). Sent instead of judging the credential when, in the
+         *     current one-minute window, this client address has failed to authenticate 30 times, or the credential's
+         *     prefix (the API key's tool, the dashboard, or `api.token`s) has failed 10 times and this address is
+         *     among those that failed. `Retry-After` gives the seconds until the window ends. Nothing is done.
+         */
+        TooManyFailedAuthentications: {
+            headers: {
+                /** @description Seconds until the counting window ends. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description The body is not valid JSON. */
         MalformedJson: {
             headers: {
@@ -1113,7 +1129,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description A malformed body (a PATCH without the patch wrapper, an invalid patch operation), a write over 1 MB of compact JSON, or a level still unprovisioned. Nothing is written. */
+        /** @description A body that is not JSON (decision H-02), a number a double cannot keep exactly (decision H-01), another malformed body (a PATCH without the patch wrapper, an invalid patch operation), a write over 1 MB of compact JSON, or a level still unprovisioned. Nothing is written. */
         SharedRowUnprocessable: {
             headers: {
                 [name: string]: unknown;
@@ -1131,7 +1147,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description A malformed body (a PATCH without the patch wrapper, an invalid patch operation) or a write over 512 KB of compact JSON. Nothing is written. */
+        /** @description A body that is not JSON (decision H-02), a number a double cannot keep exactly (decision H-01), another malformed body (a PATCH without the patch wrapper, an invalid patch operation) or a write over 512 KB of compact JSON. Nothing is written. */
         MemberRowUnprocessable: {
             headers: {
                 [name: string]: unknown;
@@ -1193,6 +1209,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["ApiKeyUnauthorized"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     updateApp: {
@@ -1222,6 +1239,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["AppUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     listLocations: {
@@ -1243,6 +1261,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["ApiKeyUnauthorized"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     createLocation: {
@@ -1272,6 +1291,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["LocationUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     deleteLocation: {
@@ -1301,6 +1321,7 @@ export interface operations {
             401: components["responses"]["ApiKeyUnauthorized"];
             404: components["responses"]["LocationNotFound"];
             422: components["responses"]["HomeLocationDelete"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     updateLocation: {
@@ -1337,6 +1358,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["LocationUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     submitGrade: {
@@ -1367,6 +1389,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["GradeUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getGrade: {
@@ -1395,6 +1418,7 @@ export interface operations {
             };
             401: components["responses"]["ApiKeyUnauthorized"];
             404: components["responses"]["GradeNotFound"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getContextRow: {
@@ -1430,6 +1454,7 @@ export interface operations {
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["SharedRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     putContextRow: {
@@ -1463,13 +1488,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["SharedRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     patchContextRow: {
@@ -1503,13 +1528,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["SharedRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getLocationRow: {
@@ -1550,6 +1575,7 @@ export interface operations {
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["SharedRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     putLocationRow: {
@@ -1588,13 +1614,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["SharedRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     patchLocationRow: {
@@ -1633,13 +1659,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["SharedRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getMemberRow: {
@@ -1680,6 +1706,7 @@ export interface operations {
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["MemberRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     putMemberRow: {
@@ -1718,13 +1745,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["MemberRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     patchMemberRow: {
@@ -1763,13 +1790,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["MemberRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getMemberLocationRow: {
@@ -1815,6 +1842,7 @@ export interface operations {
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["MemberRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     putMemberLocationRow: {
@@ -1858,13 +1886,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["MemberRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     patchMemberLocationRow: {
@@ -1908,13 +1936,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["MemberRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getPublicKeys: {

@@ -1440,6 +1440,22 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /**
+         * @description Credential guessing is throttled (decision H-05). Sent instead of judging the credential when, in the
+         *     current one-minute window, this client address has failed to authenticate 30 times, or the credential's
+         *     prefix (the API key's tool, the dashboard, or `api.token`s) has failed 10 times and this address is
+         *     among those that failed. `Retry-After` gives the seconds until the window ends. Nothing is done.
+         */
+        TooManyFailedAuthentications: {
+            headers: {
+                /** @description Seconds until the counting window ends. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description The body is not valid JSON. */
         MalformedJson: {
             headers: {
@@ -1579,7 +1595,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description A malformed body (a PATCH without the patch wrapper, an invalid patch operation), a write over 1 MB of compact JSON, or a level still unprovisioned. Nothing is written. */
+        /** @description A body that is not JSON (decision H-02), a number a double cannot keep exactly (decision H-01), another malformed body (a PATCH without the patch wrapper, an invalid patch operation), a write over 1 MB of compact JSON, or a level still unprovisioned. Nothing is written. */
         SharedRowUnprocessable: {
             headers: {
                 [name: string]: unknown;
@@ -1597,7 +1613,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description A malformed body (a PATCH without the patch wrapper, an invalid patch operation) or a write over 512 KB of compact JSON. Nothing is written. */
+        /** @description A body that is not JSON (decision H-02), a number a double cannot keep exactly (decision H-01), another malformed body (a PATCH without the patch wrapper, an invalid patch operation) or a write over 512 KB of compact JSON. Nothing is written. */
         MemberRowUnprocessable: {
             headers: {
                 [name: string]: unknown;
@@ -1659,6 +1675,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["ApiKeyUnauthorized"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     updateApp: {
@@ -1688,6 +1705,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["AppUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     listLocations: {
@@ -1709,6 +1727,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["ApiKeyUnauthorized"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     createLocation: {
@@ -1738,6 +1757,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["LocationCreateUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     deleteLocation: {
@@ -1767,6 +1787,7 @@ export interface operations {
             401: components["responses"]["ApiKeyUnauthorized"];
             404: components["responses"]["LocationNotFound"];
             422: components["responses"]["HomeLocationDelete"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     updateLocation: {
@@ -1803,6 +1824,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["LocationUpdateUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     rotateKey: {
@@ -1824,6 +1846,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["ApiKeyUnauthorized"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     submitGrade: {
@@ -1854,6 +1877,7 @@ export interface operations {
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["GradeUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getGrade: {
@@ -1882,6 +1906,7 @@ export interface operations {
             };
             401: components["responses"]["ApiKeyUnauthorized"];
             404: components["responses"]["GradeNotFound"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getContextRow: {
@@ -1917,6 +1942,7 @@ export interface operations {
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["SharedRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     putContextRow: {
@@ -1950,13 +1976,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["SharedRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     patchContextRow: {
@@ -1990,13 +2016,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["SharedRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getLocationRow: {
@@ -2037,6 +2063,7 @@ export interface operations {
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["SharedRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     putLocationRow: {
@@ -2075,13 +2102,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["SharedRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     patchLocationRow: {
@@ -2120,13 +2147,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["SharedRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getMemberRow: {
@@ -2167,6 +2194,7 @@ export interface operations {
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["MemberRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     putMemberRow: {
@@ -2205,13 +2233,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["MemberRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     patchMemberRow: {
@@ -2250,13 +2278,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["MemberRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getMemberLocationRow: {
@@ -2302,6 +2330,7 @@ export interface operations {
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["MemberRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     putMemberLocationRow: {
@@ -2345,13 +2374,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["MemberRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     patchMemberLocationRow: {
@@ -2395,13 +2424,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["MemberRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     provisionContext: {
@@ -2464,6 +2493,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     provisionLocation: {
@@ -2531,6 +2561,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getPublicKeys: {

@@ -2128,6 +2128,20 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /**
+         * @description The first request with this `Idempotency-Key` is still being published (decision H-07). Sent with
+         *     `Retry-After: 1`; nothing is published for this request.
+         */
+        ScoreIdempotencyConflict: {
+            headers: {
+                /** @description Seconds to wait before sending the request again. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description The body exceeds the HTTP size limit. */
         BodyTooLarge: {
             headers: {
@@ -2146,9 +2160,25 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The body breaks a rule of the score submission, or the location is not type assessment. Nothing is published or recorded. */
+        /** @description The body breaks a rule of the score submission, the location is not type assessment, or an `Idempotency-Key` already used within 24 hours for a different request is sent (decision H-07). Nothing is published or recorded. */
         ScoreUnprocessable: {
             headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description Credential guessing is throttled (decision H-05). Sent instead of judging the credential when, in the
+         *     current one-minute window, this client address has failed to authenticate 30 times, or the credential's
+         *     prefix (the API key's tool, the dashboard, or `api.token`s) has failed 10 times and this address is
+         *     among those that failed. `Retry-After` gives the seconds until the window ends. Nothing is done.
+         */
+        TooManyFailedAuthentications: {
+            headers: {
+                /** @description Seconds until the counting window ends. */
+                "Retry-After"?: number;
                 [name: string]: unknown;
             };
             content: {
@@ -2200,7 +2230,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description A malformed body (a PATCH without the patch wrapper, an invalid patch operation), a write over 1 MB of compact JSON, or a level still unprovisioned. Nothing is written. */
+        /** @description A body that is not JSON (decision H-02), a number a double cannot keep exactly (decision H-01), another malformed body (a PATCH without the patch wrapper, an invalid patch operation), a write over 1 MB of compact JSON, or a level still unprovisioned. Nothing is written. */
         SharedRowUnprocessable: {
             headers: {
                 [name: string]: unknown;
@@ -2218,7 +2248,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description A malformed body (a PATCH without the patch wrapper, an invalid patch operation) or a write over 512 KB of compact JSON. Nothing is written. */
+        /** @description A body that is not JSON (decision H-02), a number a double cannot keep exactly (decision H-01), another malformed body (a PATCH without the patch wrapper, an invalid patch operation) or a write over 512 KB of compact JSON. Nothing is written. */
         MemberRowUnprocessable: {
             headers: {
                 [name: string]: unknown;
@@ -2254,7 +2284,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The key or body breaks a rule, the file would exceed the row's quota (100 files, 104857600 bytes, counting signed uploads still in flight, decision GAP-35), or the level is still unprovisioned. Nothing is signed. */
+        /** @description A body that is not JSON (decision H-02), a number a double cannot keep exactly (decision H-01), a key or body that breaks a rule, the file would exceed the row's quota (100 files, 104857600 bytes, counting signed uploads still in flight, decision GAP-35), or the level is still unprovisioned. Nothing is signed. */
         SharedFilePutUnprocessable: {
             headers: {
                 [name: string]: unknown;
@@ -2272,7 +2302,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The key or body breaks a rule, or the file would exceed the row's quota (100 files, 104857600 bytes, counting signed uploads still in flight, decision GAP-35). Nothing is signed. */
+        /** @description A body that is not JSON (decision H-02), a number a double cannot keep exactly (decision H-01), a key or body that breaks a rule, or the file would exceed the row's quota (100 files, 104857600 bytes, counting signed uploads still in flight, decision GAP-35). Nothing is signed. */
         MemberFilePutUnprocessable: {
             headers: {
                 [name: string]: unknown;
@@ -2304,6 +2334,16 @@ export interface components {
          */
         MemberId: string;
         /**
+         * @description An extension of this implementation, not part of the published contract (decision H-07). A key the tool
+         *     chooses for one score submission, so that a retry after a lost answer cannot publish twice: the same key
+         *     with the same request (URL, credential's caller and JSON body) within 24 hours answers the first
+         *     attempt again (with `Idempotent-Replayed: true`) and publishes nothing; the same key with another request
+         *     is 422; while the first request with the key is still being published, another one answers 409. Keys are
+         *     kept per tool. Without the header every call publishes, as the contract says.
+         * @example 5f0c3a9e-1b7d-4c2e-9a8f-2d6b4e1c7a90
+         */
+        IdempotencyKey: string;
+        /**
          * @description The file's key in the row: 1 to 128 ASCII letters, digits, `.`, `_` or `-`, starting with a letter or
          *     digit, case-sensitive (decision GAP-36). A key that breaks the rules answers 422 on every method (GAP-03).
          * @example lab-report-week3.pdf
@@ -2325,7 +2365,18 @@ export interface operations {
     submitScore: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An extension of this implementation, not part of the published contract (decision H-07). A key the tool
+                 *     chooses for one score submission, so that a retry after a lost answer cannot publish twice: the same key
+                 *     with the same request (URL, credential's caller and JSON body) within 24 hours answers the first
+                 *     attempt again (with `Idempotent-Replayed: true`) and publishes nothing; the same key with another request
+                 *     is 422; while the first request with the key is still being published, another one answers 409. Keys are
+                 *     kept per tool. Without the header every call publishes, as the contract says.
+                 * @example 5f0c3a9e-1b7d-4c2e-9a8f-2d6b4e1c7a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The course's ID, the launch's `context` claim. Opaque; do not parse it (decision L-09).
@@ -2362,6 +2413,11 @@ export interface operations {
              */
             200: {
                 headers: {
+                    /**
+                     * @description `true` when this answer is the first attempt of an earlier request with the same `Idempotency-Key`
+                     *     (decision H-07); nothing was published for this request. Absent otherwise.
+                     */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2372,15 +2428,28 @@ export interface operations {
             401: components["responses"]["ScoreUnauthorized"];
             403: components["responses"]["ScoreForbidden"];
             404: components["responses"]["ScoreMemberNotFound"];
+            409: components["responses"]["ScoreIdempotencyConflict"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ScoreUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     submitScoreAsUser: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An extension of this implementation, not part of the published contract (decision H-07). A key the tool
+                 *     chooses for one score submission, so that a retry after a lost answer cannot publish twice: the same key
+                 *     with the same request (URL, credential's caller and JSON body) within 24 hours answers the first
+                 *     attempt again (with `Idempotent-Replayed: true`) and publishes nothing; the same key with another request
+                 *     is 422; while the first request with the key is still being published, another one answers 409. Keys are
+                 *     kept per tool. Without the header every call publishes, as the contract says.
+                 * @example 5f0c3a9e-1b7d-4c2e-9a8f-2d6b4e1c7a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The course's ID, the launch's `context` claim. Opaque; do not parse it (decision L-09).
@@ -2417,6 +2486,11 @@ export interface operations {
              */
             200: {
                 headers: {
+                    /**
+                     * @description `true` when this answer is the first attempt of an earlier request with the same `Idempotency-Key`
+                     *     (decision H-07); nothing was published for this request. Absent otherwise.
+                     */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2427,9 +2501,11 @@ export interface operations {
             401: components["responses"]["ScoreUnauthorizedAccount"];
             403: components["responses"]["ScoreForbiddenAccount"];
             404: components["responses"]["ScoreMemberNotFound"];
+            409: components["responses"]["ScoreIdempotencyConflict"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ScoreUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getContextRow: {
@@ -2465,6 +2541,7 @@ export interface operations {
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["SharedRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     putContextRow: {
@@ -2498,13 +2575,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["SharedRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     patchContextRow: {
@@ -2538,13 +2615,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["SharedRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getLocationRow: {
@@ -2585,6 +2662,7 @@ export interface operations {
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["SharedRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     putLocationRow: {
@@ -2623,13 +2701,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["SharedRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     patchLocationRow: {
@@ -2668,13 +2746,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["SharedRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getMemberRow: {
@@ -2715,6 +2793,7 @@ export interface operations {
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["MemberRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     putMemberRow: {
@@ -2753,13 +2832,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["MemberRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     patchMemberRow: {
@@ -2798,13 +2877,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["MemberRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getMemberLocationRow: {
@@ -2850,6 +2929,7 @@ export interface operations {
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["MemberRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     putMemberLocationRow: {
@@ -2893,13 +2973,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["MemberRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     patchMemberLocationRow: {
@@ -2943,13 +3023,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["MemberRowUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     listContextFiles: {
@@ -2985,6 +3065,7 @@ export interface operations {
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["SharedFilesNotProvisioned"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getContextFile: {
@@ -3026,6 +3107,7 @@ export interface operations {
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["FileNotFound"];
             422: components["responses"]["SharedFileKeyUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     putContextFile: {
@@ -3067,13 +3149,13 @@ export interface operations {
                     "application/json": components["schemas"]["UploadForm"];
                 };
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["SharedFilePutUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     deleteContextFile: {
@@ -3113,6 +3195,7 @@ export interface operations {
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["SharedFileKeyUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     listLocationFiles: {
@@ -3153,6 +3236,7 @@ export interface operations {
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["SharedFilesNotProvisioned"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getLocationFile: {
@@ -3199,6 +3283,7 @@ export interface operations {
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["FileNotFound"];
             422: components["responses"]["SharedFileKeyUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     putLocationFile: {
@@ -3245,13 +3330,13 @@ export interface operations {
                     "application/json": components["schemas"]["UploadForm"];
                 };
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["SharedFilePutUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     deleteLocationFile: {
@@ -3296,6 +3381,7 @@ export interface operations {
             403: components["responses"]["SharedRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["SharedFileKeyUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     listMemberFiles: {
@@ -3335,6 +3421,7 @@ export interface operations {
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getMemberFile: {
@@ -3381,6 +3468,7 @@ export interface operations {
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["FileNotFound"];
             422: components["responses"]["MemberFileKeyUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     putMemberFile: {
@@ -3427,13 +3515,13 @@ export interface operations {
                     "application/json": components["schemas"]["UploadForm"];
                 };
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["MemberFilePutUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     deleteMemberFile: {
@@ -3478,6 +3566,7 @@ export interface operations {
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["MemberFileKeyUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     listMemberLocationFiles: {
@@ -3522,6 +3611,7 @@ export interface operations {
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getMemberLocationFile: {
@@ -3573,6 +3663,7 @@ export interface operations {
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["FileNotFound"];
             422: components["responses"]["MemberFileKeyUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     putMemberLocationFile: {
@@ -3624,13 +3715,13 @@ export interface operations {
                     "application/json": components["schemas"]["UploadForm"];
                 };
             };
-            400: components["responses"]["MalformedJson"];
             401: components["responses"]["StorageUnauthorized"];
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["MemberFilePutUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     deleteMemberLocationFile: {
@@ -3680,6 +3771,7 @@ export interface operations {
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["MemberFileKeyUnprocessable"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     uploadFile: {
@@ -3872,6 +3964,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     provisionLocation: {
@@ -3939,6 +4032,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getPublicKeys: {

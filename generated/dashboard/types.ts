@@ -921,6 +921,12 @@ export interface components {
              *     written only through the archived `PATCH /v1/apps/me` (decision NS-02).
              */
             grades_released: boolean;
+            /**
+             * @description The endpoint URL settings whose host is 127.0.0.1, [::1] or localhost: URLs only the development switch
+             *     `ALLOW_LOOPBACK_TOOLS` accepts (decision H-12). While the switch is off they fail the URL rules at every
+             *     call, so the service never calls them (and logs each such tool at start-up). Empty for most tools.
+             */
+            development_only_urls: ("callback_url" | "provision_url" | "locations_url")[];
             /** Format: date-time */
             created: string;
             /**
@@ -1551,6 +1557,22 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /**
+         * @description Credential guessing is throttled (decision H-05). Sent instead of judging the credential when, in the
+         *     current one-minute window, this client address has failed to authenticate 30 times, or the credential's
+         *     prefix (the API key's tool, the dashboard, or `api.token`s) has failed 10 times and this address is
+         *     among those that failed. `Retry-After` gives the seconds until the window ends. Nothing is done.
+         */
+        TooManyFailedAuthentications: {
+            headers: {
+                /** @description Seconds until the counting window ends. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description A `limit` outside 1 to 100, or a `cursor` that is not a live cursor of this list with these filters. */
         BadListQuery: {
             headers: {
@@ -1743,6 +1765,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     listBuilders: {
@@ -1779,6 +1802,7 @@ export interface operations {
             400: components["responses"]["BadListQuery"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["PlatformOnly"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     createBuilder: {
@@ -1826,6 +1850,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     listApps: {
@@ -1866,6 +1891,7 @@ export interface operations {
             };
             400: components["responses"]["BadListQuery"];
             401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     registerApp: {
@@ -1920,6 +1946,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getApp: {
@@ -1948,6 +1975,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["AppNotFound"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     updateAppSettings: {
@@ -1991,6 +2019,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     listAppBuilders: {
@@ -2019,6 +2048,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["AppNotFound"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     addAppBuilder: {
@@ -2079,6 +2109,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     removeAppBuilder: {
@@ -2127,6 +2158,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     activateApp: {
@@ -2156,6 +2188,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["PlatformOnly"];
             404: components["responses"]["AppNotFound"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     suspendApp: {
@@ -2185,6 +2218,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["PlatformOnly"];
             404: components["responses"]["AppNotFound"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     rotateAppKey: {
@@ -2223,6 +2257,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     listAppGrades: {
@@ -2280,6 +2315,7 @@ export interface operations {
             400: components["responses"]["BadListQuery"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["AppNotFound"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getSandbox: {
@@ -2309,6 +2345,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["AppNotFound"];
             409: components["responses"]["SandboxSuspended"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     putSandboxSchool: {
@@ -2353,6 +2390,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     openSandboxPicker: {
@@ -2405,6 +2443,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            429: components["responses"]["TooManyFailedAuthentications"];
             /**
              * @description The locations request failed; the instructor would see a deep-link error and place nothing. One
              *     example per row of the contract's table of locations request failures.
@@ -2452,6 +2491,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["SandboxNotFound"];
             409: components["responses"]["SandboxSuspended"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     createSandboxPlacement: {
@@ -2512,6 +2552,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     createSandboxLaunch: {
@@ -2570,6 +2611,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     createSandboxCopy: {
@@ -2614,6 +2656,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     resetSandbox: {
@@ -2641,6 +2684,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["AppNotFound"];
             409: components["responses"]["SandboxSuspended"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     getSandboxGradebook: {
@@ -2676,6 +2720,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["SandboxNotFound"];
             409: components["responses"]["SandboxSuspended"];
+            429: components["responses"]["TooManyFailedAuthentications"];
         };
     };
     openLaunchPage: {

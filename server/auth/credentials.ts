@@ -85,7 +85,9 @@ export async function resolvePrincipal(
   }
   const credential = bearerCredential(authorization);
   if (credential === null) {
-    throw rule.scoreUrl
+    // Score URLs, and operations that take only the API key (the archived grades and management API, whose
+    // text says `Missing Bearer API key`), name the API key; the rest name the bearer token.
+    throw rule.scoreUrl || !accepts(rule, 'apiToken')
       ? unauthorized('missing_api_key', MESSAGES.missingApiKey)
       : unauthorized('missing_bearer_token', MESSAGES.missingToken);
   }

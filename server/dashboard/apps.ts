@@ -4,6 +4,7 @@
  * draft with its Sandbox. Settings are all or nothing and check endpoint URLs by the contract's rules when
  * written (and the outbound client checks them again on every call).
  */
+import { developmentOnlyFields } from '../outbound/development-urls.js';
 import type { components, operations } from '../../generated/dashboard/types.js';
 import type { EndpointRule } from '../../rules/endpoint-url.js';
 import { Problem } from '../http/problem.js';
@@ -60,6 +61,7 @@ export function appJson(app: AppRecord): AppJson {
     contract_version: app.contractVersion as AppJson['contract_version'],
     api_key_hint: hosted ? null : app.apiKeyHint,
     grades_released: app.gradesReleased,
+    development_only_urls: hosted ? [] : developmentOnlyFields(app),
     created: isoFromMs(app.createdAt),
     updated: isoFromMs(app.updatedAt),
   };

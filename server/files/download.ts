@@ -21,15 +21,28 @@ export function contentDisposition(filename: string, attachment: boolean): strin
   return `${type}; filename="${asciiFallback(filename)}"; filename*=UTF-8''${encodeRfc8187(filename)}`;
 }
 
-export function downloadHeaders(file: Pick<FileRecord, 'contentType' | 'filename' | 'attachment'>, size: number): Record<string, string> {
+/**
+ * The signed URL names one stored version of the file (a replacement gets a new URL) and stops working at
+ * its expiry, so the browser that fetched it may keep the bytes that long and no longer; shared caches may
+ * not keep them at all, since the URL is a credential (H-06).
+ */
+export function downloadCacheControl(remainingMs: number): string {
+  const seconds = Math.floor(remainingMs / 1000);
+  return seconds > 0 ? `private, max-age=${seconds}` : 'private, no-store';
+}
+
+export function downloadHeaders(
+  file: Pick<FileRecord, 'contentType' | 'filename' | 'attachment'>,
+  size: number,
+  remainingMs = 0,
+): Record<string, string> {
   return {
     'Content-Type': file.contentType,
     'Content-Length': String(size),
     'Content-Disposition': contentDisposition(file.filename, file.attachment),
     'X-Content-Type-Options': 'nosniff',
     'Content-Security-Policy': 'sandbox',
-    // The URL is a short-lived credential, and its file can be replaced: nobody should keep a copy.
-    'Cache-Control': 'private, no-store',
+    'Cache-Control': downloadCacheControl(remainingMs),
     'Referrer-Policy': 'no-referrer',
     'Cross-Origin-Resource-Policy': 'cross-origin',
   };

@@ -76,6 +76,8 @@ export interface OpenedDownload {
   file: FileRecord;
   stream: Readable;
   size: number;
+  /** Milliseconds the signed URL has left: how long a browser may keep what it answers (H-06). */
+  remainingMs: number;
 }
 
 interface AdmittedUpload {
@@ -265,7 +267,7 @@ export class FileTransfer {
     if (!file) throw new FilesError(404, 'file_not_found', DOWNLOAD_MESSAGES.gone);
     try {
       const opened = await this.#o.blobs.get(file.blobId);
-      return { file, stream: opened.stream, size: opened.size };
+      return { file, stream: opened.stream, size: opened.size, remainingMs: grant.expires - this.#o.clock.nowMs() };
     } catch (err) {
       if (err instanceof BlobNotFoundError) throw new FilesError(404, 'file_not_found', DOWNLOAD_MESSAGES.gone);
       throw err;

@@ -1,9 +1,11 @@
 /**
  * Reads a JSON request body after the guard has run (so an unauthorized caller's body is never read),
- * with the service's own answers: 415 for another media type (GAP-14), 413 over the HTTP limit, 400 for
- * bytes that are not JSON. An empty body is "no body", never `{}`: an empty PUT must not wipe a row.
+ * with the service's own answers: 415 for another media type (GAP-14), 413 over the HTTP limit, 422 for
+ * bytes that are not JSON (400 where the operation's spec declares it, H-02), 422 for a number a double
+ * cannot keep exactly (H-01). An empty body is "no body", never `{}`: an empty PUT must not wipe a row.
  */
 import type { Request } from 'express';
+import { firstInexactNumber } from '../../rules/exact-numbers.js';
 import { Problem } from './problem.js';
 
 export const JSON_CONTENT_TYPE_MESSAGE = 'Content-Type must be application/json';
@@ -109,24 +111,57 @@ export function jsonDepth(text: string): number {
   return max;
 }
 
+export const NOT_JSON_MESSAGE = 'request body is not valid JSON';
+
+export interface JsonBodyOptions {
+  /**
+   * The status of a body that is not JSON: 400 where the operation's spec declares a 400 for it, else 422,
+   * the contract's status for a malformed body (H-02).
+   */
+  notJsonStatus?: 400 | 422;
+}
+
+function notJson(status: 400 | 422, reason: string): Problem {
+  return new Problem(status, 'malformed_json', `${NOT_JSON_MESSAGE}: ${reason}`);
+}
+
+const MAX_LITERAL_SHOWN = 40;
+
+/** The 422 for a number that would read back differently from how it was written (H-01). */
+export function inexactNumber(pointer: string, literal: string, reason: 'out_of_range' | 'not_exact'): Problem {
+  const shown = literal.length > MAX_LITERAL_SHOWN ? `${literal.slice(0, MAX_LITERAL_SHOWN)}...` : literal;
+  const why =
+    reason === 'out_of_range'
+      ? 'it is outside the range of an IEEE-754 double'
+      : `an IEEE-754 double holds it only as ${String(Number(literal))}`;
+  const where = pointer === '' ? 'the request body' : pointer;
+  return new Problem(422, 'inexact_number', `the number ${shown} at ${where} cannot be stored exactly: ${why}`, {
+    errors: [{ path: `/body${pointer}`, message: `number cannot be stored exactly: ${why}` }],
+  });
+}
+
 /** Parses the bytes as JSON; empty (or only white space) is "no body" (`undefined`). */
-export function parseJsonBody(raw: Buffer): unknown {
+export function parseJsonBody(raw: Buffer, options: JsonBodyOptions = {}): unknown {
+  const status = options.notJsonStatus ?? 400;
   let text: string;
   try {
     text = utf8.decode(raw);
   } catch {
-    throw new Problem(400, 'malformed_json', 'request body is not valid JSON: it is not UTF-8 text');
+    throw notJson(status, 'it is not UTF-8 text');
   }
   if (text.trim() === '') return undefined;
   if (jsonDepth(text) > MAX_JSON_DEPTH) {
     throw new Problem(422, 'body_too_deep', `request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep`);
   }
+  let value: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    value = JSON.parse(text) as unknown;
   } catch (err) {
-    const reason = err instanceof Error ? err.message : 'syntax error';
-    throw new Problem(400, 'malformed_json', `request body is not valid JSON: ${reason}`);
+    throw notJson(status, err instanceof Error ? err.message : 'syntax error');
   }
+  const inexact = firstInexactNumber(text);
+  if (inexact) throw inexactNumber(inexact.pointer, inexact.literal, inexact.reason);
+  return value;
 }
 
 /** `application/x-www-form-urlencoded` as an object of strings (the last of repeated fields wins). */

@@ -91,6 +91,8 @@ interface OperationShape {
   body: BodyKind;
   /** Status → the media type a success body is written with. */
   responseTypes: Map<number, string>;
+  /** A body that is not JSON: 400 where the spec declares a 400, else 422 (H-02). */
+  notJsonStatus: 400 | 422;
 }
 
 const isJsonMediaType = (type: string): boolean => type === 'application/json' || type.endsWith('+json');
@@ -119,7 +121,7 @@ function operationShapes(spec: Record<string, unknown>, operations: Iterable<Ope
       const type = Object.keys(response?.content ?? {}).find(isJsonMediaType);
       if (type && /^\d+$/.test(status)) responseTypes.set(Number(status), type);
     }
-    shapes.set(op.id, { body: kind, responseTypes });
+    shapes.set(op.id, { body: kind, responseTypes, notJsonStatus: specOp?.responses?.['400'] ? 400 : 422 });
   }
   return shapes;
 }
@@ -189,7 +191,11 @@ export function contractPipeline(contract: ContractDefinition, services: Service
         });
       }
 
-      const shape = shapes.get(operation.id) ?? { body: { kind: 'none' }, responseTypes: new Map<number, string>() };
+      const shape: OperationShape = shapes.get(operation.id) ?? {
+        body: { kind: 'none' },
+        responseTypes: new Map<number, string>(),
+        notJsonStatus: 422,
+      };
       const kind = shape.body;
       let body: unknown;
       if (kind.kind === 'json' || kind.kind === 'form') {
@@ -199,7 +205,7 @@ export function contractPipeline(contract: ContractDefinition, services: Service
             throw unsupportedMediaType(`Content-Type must be ${accepted.join(' or ')}`);
           }
           const raw = await readRawBody(req, options.bodyLimitBytes);
-          body = kind.kind === 'json' ? parseJsonBody(raw) : parseFormBody(raw);
+          body = kind.kind === 'json' ? parseJsonBody(raw, { notJsonStatus: shape.notJsonStatus }) : parseFormBody(raw);
         }
         if (body === undefined) {
           if (kind.required) {

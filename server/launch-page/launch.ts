@@ -16,6 +16,7 @@
 import type { Logger } from '../http/log.js';
 import type { Services } from '../http/services.js';
 import { CURRENT_CONTRACT } from '../launches/claims.js';
+import { placementBroken } from '../launches/service.js';
 import { UnsupportedContractError } from '../launches/claims.js';
 import { availability } from '../placements/availability.js';
 import { PlacementError } from '../placements/errors.js';
@@ -124,6 +125,19 @@ export async function renderLaunchPage(services: Services, ticket: string, ctx: 
       title: cannotOpen(app),
       heading: `${app.name} could not be reached`,
       text: `The tool's launch address is not valid: ${callback.message}.`,
+      reportId,
+    });
+  }
+
+  const location = await store.locations.get(placement.locationId);
+  if (location && placementBroken(app, location)) {
+    ctx.log.info('launch refused: the placed location was deleted', { app: app.id, placement: placement.id, location: location.id });
+    return messagePage({
+      status: 410,
+      kind: 'location_deleted',
+      title: cannotOpen(app),
+      heading: 'This activity is no longer available',
+      text: `${app.name} removed this activity. Ask your instructor to place it again.`,
       reportId,
     });
   }

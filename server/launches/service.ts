@@ -144,9 +144,27 @@ const PINS_WITHOUT: Readonly<Record<'provision' | 'locations', readonly string[]
   locations: ['2026-08-19'],
 };
 
+/**
+ * 2026-08-19: "deleting a placed location breaks those placements" (H-10). Its placements launch the stored
+ * location's current values (S-16), so once the location is deleted they have nothing to launch. Later
+ * contracts launch the copy taken at placement, which a deletion does not touch.
+ */
+export function placementBroken(app: Pick<AppRecord, 'contractVersion'>, location: Pick<LocationRecord, 'deletedAt'>): boolean {
+  return app.contractVersion === '2026-08-19' && location.deletedAt !== null;
+}
+
+export const LOCATION_DELETED_MESSAGE = (locationId: string): string =>
+  `location ${locationId} was deleted by the tool; its placements no longer launch`;
+
 export class LaunchError extends Error {
   constructor(
-    readonly reason: 'unknown_app' | 'unknown_context' | 'unknown_location' | 'unknown_member' | 'resource_link_taken',
+    readonly reason:
+      | 'unknown_app'
+      | 'unknown_context'
+      | 'unknown_location'
+      | 'unknown_member'
+      | 'resource_link_taken'
+      | 'location_deleted',
     message: string,
   ) {
     super(message);
@@ -217,6 +235,9 @@ export class LaunchService {
       const location = await tx.locations.get(input.placement.locationId);
       if (!location || location.appId !== app.id) {
         throw new LaunchError('unknown_location', `tool ${app.id} has no location ${input.placement.locationId}`);
+      }
+      if (placementBroken(app, location)) {
+        throw new LaunchError('location_deleted', LOCATION_DELETED_MESSAGE(location.id));
       }
       const { placement, created } = await this.placement(tx, app, context, location, input.placement);
       const hasLineItem = placement.lineItemId !== null;

@@ -48,6 +48,8 @@ export function placementErrorOf(err: unknown): PlacementError | null {
       return new PlacementError(422, 'member_not_in_context', err.message);
     case 'resource_link_taken':
       return new PlacementError(409, 'resource_link_taken', err.message);
+    case 'location_deleted':
+      return new PlacementError(409, 'location_deleted', err.message);
   }
 }
 

@@ -263,7 +263,11 @@ export type PickerSource = 'served' | 'stored';
 
 export function pickerSource(app: AppRecord): PickerSource {
   if (!pinHasRequest(app.contractVersion, 'locations')) return 'stored';
-  return app.contractVersion === '2026-08-25' && app.hosting === 'hosted' ? 'stored' : 'served';
+  if (app.contractVersion !== '2026-08-25') return 'served';
+  // 2026-08-25: "an empty string clears [locations_url], which leaves only locations stored in the service
+  // on offer" (H-09); hosted tools are always offered their stored locations (S-16).
+  const noLocationsUrl = app.locationsUrl === null || app.locationsUrl.trim() === '';
+  return app.hosting === 'hosted' || noLocationsUrl ? 'stored' : 'served';
 }
 
 /**

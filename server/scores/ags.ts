@@ -137,7 +137,7 @@ export class AgsPublisher implements Publisher {
     }
     const scopes = p.maxScore === null ? [AGS_SCOPES.score] : [AGS_SCOPES.score, AGS_SCOPES.lineItem];
     try {
-      let points = p.placement.entry.points ?? p.location.points ?? 100;
+      let points = p.columnPoints ?? p.placement.entry.points ?? p.location.points ?? 100;
       if (p.maxScore !== null) {
         const set = await this.setPoints(platform, scopes, lineItemUrl, p.maxScore);
         if (set) return set;

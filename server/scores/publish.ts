@@ -66,12 +66,14 @@ export async function publishAttempt<K>(
   const { member, location } = records;
   const reserved = await store.attempts.reserveSubmitted(member.id, location.id);
   const { instant, kept } = onReserved ? await onReserved(reserved) : { instant: reserved, kept: undefined };
+  const columnPoints = submission.maxScore === null ? await store.columnPoints.get(records.placement.id) : null;
   let outcome: PublicationOutcome;
   try {
     outcome = await deps.publisher.publish({
       ...records,
       score: submission.score,
       maxScore: submission.maxScore,
+      columnPoints,
       comment: submission.comment,
       activityProgress: submission.activityProgress,
       gradingProgress: submission.gradingProgress,
@@ -87,6 +89,9 @@ export async function publishAttempt<K>(
       ...input.logFields,
     });
     outcome = failed('the publication failed inside the service; nothing is known to have reached the LMS');
+  }
+  if (outcome.status === 'success' && submission.maxScore !== null) {
+    await store.columnPoints.set(records.placement.id, submission.maxScore);
   }
   const attempt = await store.attempts.record({
     appId: records.app.id,

@@ -29,6 +29,12 @@ export interface Publication {
   score: number;
   /** The column's points to set before publishing, or null to leave the column as it is. */
   maxScore: number | null;
+  /**
+   * The points this service last set on the column with a `max_score` (H-03), or null when it never did.
+   * A score without `max_score` is published against them: the column is left as set, so the LMS must
+   * read the score against the points it holds, not the location's default.
+   */
+  columnPoints?: number | null;
   comment: string;
   activityProgress: ActivityProgress;
   gradingProgress: GradingProgress;

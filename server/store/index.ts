@@ -16,6 +16,9 @@ import type { MigrateResult } from './migrations.js';
 import { migrate } from './migrations.js';
 import { AppsRepo } from './repos/apps.js';
 import { AttemptsRepo } from './repos/attempts.js';
+import { AuthFailuresRepo } from './repos/auth-failures.js';
+import { ColumnPointsRepo } from './repos/column-points.js';
+import { ScoreIdempotencyRepo } from './repos/score-idempotency.js';
 import { BuildersRepo } from './repos/builders.js';
 import { ContextsRepo, MembersRepo, OrganizationsRepo, UsersRepo } from './repos/directory.js';
 import { FilesRepo } from './repos/files.js';
@@ -58,6 +61,9 @@ export interface Repositories {
   gradebook: GradebookRepo;
   sandboxLms: SandboxLmsRepo;
   pickerAnswers: PickerAnswersRepo;
+  columnPoints: ColumnPointsRepo;
+  scoreIdempotency: ScoreIdempotencyRepo;
+  authFailures: AuthFailuresRepo;
 }
 
 export interface Store extends Repositories {
@@ -126,6 +132,9 @@ export function createRepositories(db: Driver, clock: Clock = systemClock): Repo
     gradebook: new GradebookRepo(ctx),
     sandboxLms: new SandboxLmsRepo(ctx),
     pickerAnswers: new PickerAnswersRepo(ctx),
+    columnPoints: new ColumnPointsRepo(ctx),
+    scoreIdempotency: new ScoreIdempotencyRepo(ctx),
+    authFailures: new AuthFailuresRepo(ctx),
   };
 }
 

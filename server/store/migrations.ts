@@ -409,6 +409,38 @@ export const MIGRATIONS: readonly Migration[] = [
       ],
     },
   },
+  // H-03: the points the service last set on a gradebook column (a `max_score`), so a later score
+  // without one is published against them.
+  portable('0040_column_points', [
+    `CREATE TABLE column_points (
+      placement_id TEXT PRIMARY KEY REFERENCES placements (id) ON DELETE CASCADE,
+      points DOUBLE PRECISION NOT NULL CHECK (points > 0),
+      set_at BIGINT NOT NULL
+    )`,
+  ]),
+  // H-07: `Idempotency-Key` of score submissions, per tool, for 24 hours.
+  portable('0041_score_idempotency', [
+    `CREATE TABLE score_idempotency (
+      app_id TEXT NOT NULL,
+      idempotency_key TEXT NOT NULL,
+      fingerprint TEXT NOT NULL,
+      attempt_id TEXT,
+      created_at BIGINT NOT NULL,
+      PRIMARY KEY (app_id, idempotency_key)
+    )`,
+    `CREATE INDEX score_idempotency_created ON score_idempotency (created_at)`,
+  ]),
+  // H-05: failed authentications per client address and per credential prefix, per fixed window, in the
+  // store so that every instance on one PostgreSQL database counts the same failures.
+  portable('0042_auth_failures', [
+    `CREATE TABLE auth_failures (
+      bucket TEXT NOT NULL,
+      window_start BIGINT NOT NULL,
+      failures INTEGER NOT NULL,
+      PRIMARY KEY (bucket, window_start)
+    )`,
+    `CREATE INDEX auth_failures_window ON auth_failures (window_start)`,
+  ]),
 ];
 
 function sharedBlobTables(bytesType: 'BLOB' | 'BYTEA'): string[] {

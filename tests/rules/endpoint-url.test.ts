@@ -2,7 +2,7 @@
 
 import type { LookupAddress } from 'node:dns';
 import { describe, expect, it } from 'vitest';
-import { checkEndpointUrl, classifyAddress, pinnedLookup, type Resolver } from '../../rules/endpoint-url.js';
+import { checkEndpointUrl, classifyAddress, isWrittenAsParsed, pinnedLookup, type Resolver } from '../../rules/endpoint-url.js';
 
 const PUBLIC_V4 = '93.184.215.14';
 const PUBLIC_V6 = '2606:2800:21f:cb07:6820:80da:af6b:8b2c';
@@ -210,7 +210,7 @@ describe('checkEndpointUrl: scheme and form', () => {
 describe('checkEndpointUrl: addresses', () => {
   it('accepts a public host and returns the normalised URL and every vetted address', async () => {
     const resolve = resolverOf({ 'tool.example': [PUBLIC_V4, PUBLIC_V6] });
-    expect(await checkEndpointUrl('HTTPS://Tool.Example:8443/lti/launch?x=1', { field, resolve })).toEqual({
+    expect(await checkEndpointUrl('https://tool.example:8443/lti/launch?x=1', { field, resolve })).toEqual({
       ok: true,
       url: 'https://tool.example:8443/lti/launch?x=1',
       hostname: 'tool.example',
@@ -227,31 +227,15 @@ describe('checkEndpointUrl: addresses', () => {
 
   it.each([
     ['https://127.0.0.1/', '127.0.0.1 is loopback'],
-    ['https://2130706433/', '127.0.0.1 is loopback'],
-    ['https://0x7f000001/', '127.0.0.1 is loopback'],
-    ['https://0177.0.0.1/', '127.0.0.1 is loopback'],
-    ['https://127.1/', '127.0.0.1 is loopback'],
-    ['https://0x7f.1:8443/', '127.0.0.1 is loopback'],
-    ['https://127.0.0.1./', '127.0.0.1 is loopback'],
-    ['https://%31%32%37.0.0.1/', '127.0.0.1 is loopback'],
-    ['https://０x7f000001/', '127.0.0.1 is loopback'],
-    ['https://0/', '0.0.0.0 is unspecified'],
     ['https://10.1.2.3/', '10.1.2.3 is private'],
-    ['https://167772161/', '10.0.0.1 is private'],
     ['https://169.254.169.254/latest/meta-data', '169.254.169.254 is link-local'],
     ['https://100.64.0.1/', '100.64.0.1 is CGNAT shared address space'],
     ['https://192.0.2.1/', '192.0.2.1 is reserved for documentation'],
     ['https://224.0.0.1/', '224.0.0.1 is multicast'],
     ['https://255.255.255.255/', '255.255.255.255 is the broadcast address'],
     ['https://[::1]/', '::1 is loopback'],
-    ['https://[0:0:0:0:0:0:0:1]/', '::1 is loopback'],
     ['https://[::]/', ':: is unspecified'],
-    ['https://[::ffff:127.0.0.1]/', '::ffff:7f00:1 is an IPv4-mapped IPv6 address'],
     ['https://[::ffff:7f00:1]/', '::ffff:7f00:1 is an IPv4-mapped IPv6 address'],
-    ['https://[0:0:0:0:0:ffff:127.0.0.1]/', '::ffff:7f00:1 is an IPv4-mapped IPv6 address'],
-    ['https://[::ffff:8.8.8.8]/', '::ffff:808:808 is an IPv4-mapped IPv6 address'],
-    ['https://[::127.0.0.1]/', '::7f00:1 is an IPv4-compatible IPv6 address'],
-    ['https://[64:ff9b::127.0.0.1]/', '64:ff9b::7f00:1 is a NAT64 address'],
     ['https://[fe80::1]/', 'fe80::1 is link-local'],
     ['https://[fd00::1]/', 'fd00::1 is unique local'],
     ['https://[2001:db8::1]/', '2001:db8::1 is reserved for documentation'],
@@ -277,13 +261,49 @@ describe('checkEndpointUrl: addresses', () => {
       hostname: '2606:4700:4700::1111',
       addresses: ['2606:4700:4700::1111'],
     });
-    // 134744072 is the decimal spelling of 8.8.8.8.
-    expect(await checkEndpointUrl('https://134744072/', { field, resolve: never })).toMatchObject({
+    expect(await checkEndpointUrl('https://8.8.8.8', { field, resolve: never })).toMatchObject({
       ok: true,
       url: 'https://8.8.8.8/',
       addresses: ['8.8.8.8'],
     });
   });
+
+  // H-04: a URL is judged as written. Any URL the WHATWG parser rewrites (other than by adding the `/` of
+  // an empty path) is refused with the invalid-URL message, before any address is looked at.
+  it.each([
+    ...['https://2130706433/', 'https://0x7f000001/', 'https://0177.0.0.1/', 'https://127.1/', 'https://0x7f.1:8443/', 'https://127.0.0.1./', 'https://%31%32%37.0.0.1/', 'https://０x7f000001/', 'https://0/', 'https://167772161/', 'https://[0:0:0:0:0:0:0:1]/', 'https://[::ffff:127.0.0.1]/', 'https://[0:0:0:0:0:ffff:127.0.0.1]/', 'https://[::ffff:8.8.8.8]/', 'https://[::127.0.0.1]/', 'https://[64:ff9b::127.0.0.1]/'],
+    'https://134744072/',
+    'https:/tool.example/launch',
+    'https:tool.example/launch',
+    'https://tool.example\\launch',
+    'https://tool.example\\@evil.example/',
+    'https://user\\@tool.example/',
+    'https://ｔｏｏｌ.example/',
+    'https://ⓣⓞⓞⓛ.example/',
+    'https://ëxample.com/',
+    'HTTPS://tool.example/',
+    'https://Tool.Example/',
+    'https://tool.example:443/',
+    'https://tool.example/a b',
+    'https://tool.example/ä',
+    'https://tool.example/./launch',
+    'https://tool.example/x/../launch',
+    'https://tool.example?',
+  ])('refuses %s, which the parser rewrites (H-04)', async (url) => {
+    expect(await checkEndpointUrl(url, { field, resolve: never })).toEqual({
+      ok: false,
+      rule: 'absolute_https',
+      message: 'callback_url must be an absolute https:// URL',
+    });
+    expect(isWrittenAsParsed(url)).toBe(false);
+  });
+
+  it.each(['https://tool.example', 'https://tool.example/', 'https://tool.example/launch?x=1#top', 'https://xn--xample-ova.com/', 'https://[2606:4700:4700::1111]/'])(
+    'accepts %s as written (H-04)',
+    (url) => {
+      expect(isWrittenAsParsed(url)).toBe(true);
+    },
+  );
 
   it.each<[string, string, readonly string[], string]>([
     ['a name resolving to loopback', 'https://localhost/', ['127.0.0.1'], '127.0.0.1 is loopback'],
@@ -315,9 +335,9 @@ describe('checkEndpointUrl: addresses', () => {
     expect(await checkEndpointUrl('https://tool/', { field, resolve })).toMatchObject({ ok: true, hostname: 'tool' });
   });
 
-  it('resolves internationalised names in their ASCII form', async () => {
+  it('resolves internationalised names written in their ASCII form (the Unicode form is refused, H-04)', async () => {
     const resolve = resolverOf({ 'xn--xample-ova.com': [PUBLIC_V4] });
-    expect(await checkEndpointUrl('https://ëxample.com/', { field, resolve })).toMatchObject({ ok: true, url: 'https://xn--xample-ova.com/' });
+    expect(await checkEndpointUrl('https://xn--xample-ova.com/', { field, resolve })).toMatchObject({ ok: true, url: 'https://xn--xample-ova.com/' });
   });
 
   it('refuses a name that does not resolve or resolves to nothing', async () => {
@@ -391,7 +411,8 @@ describe('checkEndpointUrl: the development switch allowLoopbackHttp', () => {
     ['http://[::ffff:127.0.0.1]:3000/', 'absolute_https'],
     ['https://127.0.0.2/', 'public_address'],
     ['https://10.0.0.1/', 'public_address'],
-    ['https://[::ffff:127.0.0.1]/', 'public_address'],
+    ['https://[::ffff:7f00:1]/', 'public_address'],
+    ['https://[::ffff:127.0.0.1]/', 'absolute_https'],
     ['http://user:pw@127.0.0.1:3000/', 'no_credentials'],
   ])('still refuses %s', async (url, rule) => {
     const resolve = resolverOf({ 'localhost.': ['127.0.0.1'], 'tool.localhost': ['127.0.0.1'], 'tool.example': [PUBLIC_V4] });

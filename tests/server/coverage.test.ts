@@ -236,7 +236,7 @@ function scenarios(): Record<OperationId, Scenario> {
       { get: 'getMemberRow', put: 'putMemberRow', patch: 'patchMemberRow' },
       {
         get: { status: 403, call: () => api(course.otherStudent.auth).get(course.storage.member) },
-        put: { status: 400, call: () => student().putText(course.storage.member, '{"broken": ') },
+        put: { status: 422, call: () => student().putText(course.storage.member, '{"broken": ') },
         patch: { status: 422, call: () => student().patch(course.storage.member, { patch: [{ op: 'remove', path: '/nothing/here' }] }) },
       },
     ) as Record<'getMemberRow' | 'putMemberRow' | 'patchMemberRow', Scenario>),

@@ -260,6 +260,10 @@ async function startOn(dataDir: string, ownDir: boolean, stores: Partial<Config>
     const port = await freePort();
     const config = configFrom({
       responseValidation: true,
+      // Suites that send many bad credentials on purpose (fuzzing, permission tables) are not guessing;
+      // the throttle's own tests set real limits (tests/server/core/throttle.test.ts).
+      authFailuresPerAddress: 1_000_000,
+      authFailuresPerCredential: 1_000_000,
       ...stores,
       ...options.config,
       dataDir,

@@ -105,7 +105,7 @@ async function upload(ctx: HandlerContext<Ops['uploadFile']>): Promise<void> {
 
 async function download(ctx: HandlerContext<Ops['downloadFile']>): Promise<void> {
   const opened = await files(() => ctx.services.files.openDownload(ctx.params.download_token));
-  for (const [name, value] of Object.entries(downloadHeaders(opened.file, opened.size))) ctx.res.setHeader(name, value);
+  for (const [name, value] of Object.entries(downloadHeaders(opened.file, opened.size, opened.remainingMs))) ctx.res.setHeader(name, value);
   ctx.res.status(200);
   try {
     await pipeline(opened.stream, ctx.res);

@@ -11,6 +11,7 @@ import type { ScoreGuardResult } from '../../auth/score-permissions.js';
 import type { GradeAttemptJson } from '../../scores/submit.js';
 import { submitScore } from '../../scores/submit.js';
 import { parseScoreSubmission } from '../../scores/validate.js';
+import { idempotencyKeyOf, requestFingerprint, submitOnce } from '../../scores/idempotency.js';
 import '../../scores/index.js';
 
 type ScoreOp = operations['submitScore'] | operations['submitScoreAsUser'];
@@ -20,13 +21,21 @@ async function record(ctx: HandlerContext<ScoreOp> & { guarded: ScoreGuardResult
   return submitScore({ store: ctx.services.store, publisher: ctx.services.publisher, log: ctx.log }, ctx.guarded, submission);
 }
 
+/** With an `Idempotency-Key`, the first attempt of the same request instead of a new one (H-07). */
+async function answer(ctx: HandlerContext<ScoreOp> & { guarded: ScoreGuardResult }): Promise<{
+  status: 200;
+  body: GradeAttemptJson;
+  headers?: Record<string, string>;
+}> {
+  const key = idempotencyKeyOf(ctx.headers);
+  if (key === null) return { status: 200, body: await record(ctx) };
+  const { guarded } = ctx;
+  const fingerprint = requestFingerprint({ path: ctx.req.path, caller: `${guarded.sourceType}:${guarded.sourceId}`, body: ctx.body });
+  const { attempt, replayed } = await submitOnce(ctx.services.store, { appId: guarded.target.appId, key, fingerprint }, () => record(ctx));
+  return replayed ? { status: 200, body: attempt, headers: { 'Idempotent-Replayed': 'true' } } : { status: 200, body: attempt };
+}
+
 export const scoreHandlers: Pick<Handlers<operations>, 'submitScore' | 'submitScoreAsUser'> = {
-  submitScore: withGuard(scoreGuard<operations['submitScore']>('contexts'), async (ctx) => ({
-    status: 200,
-    body: await record(ctx),
-  })),
-  submitScoreAsUser: withGuard(scoreGuard<operations['submitScoreAsUser']>('account'), async (ctx) => ({
-    status: 200,
-    body: await record(ctx),
-  })),
+  submitScore: withGuard(scoreGuard<operations['submitScore']>('contexts'), answer),
+  submitScoreAsUser: withGuard(scoreGuard<operations['submitScoreAsUser']>('account'), answer),
 };

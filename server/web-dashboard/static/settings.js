@@ -16,6 +16,10 @@ export function renderSettings(tool) {
   const hosted = tool.hosting === 'hosted';
   for (const field of URL_FIELDS) form.elements.namedItem(field).disabled = hosted;
   byId('settings-hosted-note').hidden = !hosted;
+  // URLs only the development switch accepts are flagged by the service (H-12): say so beside the form.
+  const devOnly = tool.development_only_urls ?? [];
+  byId('settings-dev-fields').textContent = devOnly.join(', ');
+  byId('settings-dev-note').hidden = devOnly.length === 0;
   byId('settings-saved').hidden = true;
   say(byId('settings-error'), null);
 }

@@ -148,8 +148,9 @@ describe.each(ARCHIVED)('grades under %s', (version: Archived) => {
 
   it('401 before anything else; another tool’s launch and grade look unknown (404)', async () => {
     const student = await launchAs(server, quiz);
-    expectProblem(await call('POST', grades(), { body: { launch_id: student.launch.id, score: 2 }, version }), 401, 'Missing bearer token');
+    expectProblem(await call('POST', grades(), { body: { launch_id: student.launch.id, score: 2 }, version }), 401, 'Missing Bearer API key');
     expectProblem(await call('POST', grades(), { auth: 'Bearer ltiaas_bad', body: { score: 2 }, version }), 401, 'Invalid API key');
+    expectProblem(await call('POST', grades(), { auth: 'Bearer tis_at_not_an_api_key', body: { score: 2 }, version }), 401, 'Invalid API key');
     const other = await pinnedTool(server, version);
     expectProblem(await call('POST', grades(), { auth: other.auth, body: { launch_id: student.launch.id, score: 0.5 } }), 404, 'Launch not found');
     const mine = await call('POST', grades(), { auth: tool.auth, body: { launch_id: student.launch.id, score: 0.5 } });
@@ -157,7 +158,7 @@ describe.each(ARCHIVED)('grades under %s', (version: Archived) => {
     expectProblem(await call('GET', `${grades()}/${String(mine.body['grade_id'])}`, { auth: other.auth }), 404, 'Grade not found');
     expectProblem(await call('GET', `${grades()}/grd_unknown`, { auth: tool.auth }), 404, 'Grade not found');
     expectProblem(await call('GET', `${grades()}/not%20an%20id`, { auth: tool.auth }), 404, 'Grade not found');
-    expectProblem(await call('GET', `${grades()}/grd_unknown`, { version }), 401, 'Missing bearer token');
+    expectProblem(await call('GET', `${grades()}/grd_unknown`, { version }), 401, 'Missing Bearer API key');
   });
 
   it('a Test-tab launch (in the tool’s Sandbox course): trial under 2026-08-25, unknown under 2026-08-19', async () => {

@@ -43,7 +43,7 @@ describe.each(ARCHIVED)('management API under %s', (version: Archived) => {
   });
 
   it('401 for a missing, invalid or suspended key', async () => {
-    expectProblem(await call('GET', url(''), { version }), 401, 'Missing bearer token', version);
+    expectProblem(await call('GET', url(''), { version }), 401, 'Missing Bearer API key', version);
     expectProblem(await call('GET', url(''), { auth: 'Bearer ltiaas_nothing', version }), 401, 'Invalid API key', version);
     const suspended = await pinnedTool(server, version, { status: 'suspended' });
     expectProblem(await call('GET', url(''), { auth: suspended.auth }), 401, `tool ${suspended.appId} is suspended`, version);

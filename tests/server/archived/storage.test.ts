@@ -84,6 +84,16 @@ describe.each(VERSIONS)('storage rows under %s', (version: Version) => {
     expect((await call('GET', student.storage.member, { auth: student.auth })).body).toEqual({ progress: 0.75 });
   });
 
+  it('keeps the row size limit and the shared-row rule under every pin, 2026-08-19 included (H-11)', async () => {
+    const big = { blob: 'x'.repeat(600 * 1024) };
+    const refused = await call('PUT', student.storage.member, { auth: student.auth, body: big });
+    expect(refused.status).toBe(422);
+    expect(String(refused.body['detail'])).toMatch(/^row too large: \d+ bytes of compact JSON, at most 524288 \(512 KB\) for a member row$/);
+    expectProblem(await call('PATCH', student.storage.context, { auth: student.auth, body: { patch: [{ op: 'add', path: '/x', value: 1 }] } }), 403, 'students may read but not write the context and location rows', version);
+    expect((await call('GET', student.storage.member, { auth: student.auth })).body).toEqual({ progress: 0.75 });
+    expect((await call('GET', student.storage.context, { auth: student.auth })).body).not.toHaveProperty('x');
+  });
+
   it(version === '2026-08-19' ? 'needs no provisioning: every level is ready when first needed' : 'waits for the course to be provisioned', async () => {
     const tool = await pinnedTool(server, version);
     const placed = await placeLocation(server, { app: tool.appId, type: 'content', provisionContext: false, provisionLocation: false });

@@ -137,10 +137,10 @@ describe('request bodies', () => {
     expect((await fetch(student.claims.storage.member, json(student.auth, '{"a":1}', 'application/json; charset=latin1'))).status).toBe(415);
   });
 
-  it('400 for malformed JSON', async () => {
+  it('422 for malformed JSON on a row, whose spec declares no 400 (H-02)', async () => {
     const res = await fetch(student.claims.storage.member, json(student.auth, '{"a": }'));
     const p = await problemOf(res);
-    expect(p.status).toBe(400);
+    expect(p.status).toBe(422);
     expect(p.code).toBe('malformed_json');
     expect(p.detail).toMatch(/^request body is not valid JSON: /);
   });

@@ -218,6 +218,39 @@ describe('a tool pinned to 2026-08-19', () => {
   });
 });
 
+describe('a tool pinned to 2026-08-19 deleting a placed location', () => {
+  it('breaks its placements: the launch page says the activity is gone and the tool is not called (H-10)', async () => {
+    const { appId, apiKey } = await pinned('2026-08-19');
+    const quiz = await storedLocation(apiKey, { type: 'assessment', label: 'Soon deleted', params: { unit: '1' } });
+    await openPicker(appId);
+    const placement = await place(appId, quiz['id'] as string);
+    expect((await launchAs(appId, placement.id, 'student_1'))['location']).toMatchObject({ id: quiz['id'] });
+
+    const deleted = await call('DELETE', `${server.url}/v1/apps/me/locations/${quiz['id'] as string}`, { auth: `Bearer ${apiKey}` });
+    expect(deleted.status).toBe(200);
+    const launchesBefore = tool.to('/launch').length;
+    const ticket = await builder.call<{ launch_url: string }>('POST', `/apps/${appId}/sandbox/placements/${placement.id}/launches`, { as: 'student_1' });
+    expect(ticket.status).toBe(201);
+    const page = await fetch(ticket.body.launch_url);
+    expect(page.status).toBe(410);
+    const html = await page.text();
+    expect(html).toContain('This activity is no longer available');
+    expect(html).not.toContain('launch_data');
+    expect(tool.to('/launch')).toHaveLength(launchesBefore);
+
+    // Any other way into a launch of that placement is refused the same way.
+    const record = await server.services.store.placements.get(placement.id);
+    await expect(
+      server.services.launches.launch({
+        organization: { issuer: 'https://lms.example.edu', client: 'c', deployment: 'd', title: 'School' },
+        course: { contextId: placement.context_id },
+        user: { externalId: 'someone', groups: ['student'] },
+        placement: { appId, locationId: quiz['id'] as string, resourceLink: record?.resourceLink ?? '' },
+      }),
+    ).rejects.toMatchObject({ reason: 'location_deleted' });
+  });
+});
+
 describe('a tool pinned to 2026-08-25', () => {
   it('gets that contract\'s locations and provision requests from its own URLs, and its launches', async () => {
     const { appId, apiKey } = await pinned('2026-08-25');
@@ -266,6 +299,23 @@ describe('a tool pinned to 2026-08-25', () => {
     const placement = await place(appId, 'essay');
     expect(placement.location).toMatchObject({ id: stored.id, extid: 'essay', points: 40 });
     expect(placement.provisioning).toEqual({ context: 'provisioned', location: 'provisioned', error: null });
+  });
+});
+
+describe('a tool pinned to 2026-08-25 that cleared its locations_url', () => {
+  it('is offered only its stored locations (no 409 in the picker), and places one (H-09)', async () => {
+    const { appId, apiKey } = await pinned('2026-08-25');
+    await storedLocation(apiKey, { extid: 'stored-1', type: 'assessment', label: 'Stored quiz' });
+    const cleared = await call('PATCH', `${server.url}/v1/apps/me`, { auth: `Bearer ${apiKey}`, body: { locations_url: '' } });
+    expect(cleared.status).toBe(200);
+    expect(cleared.body['locations_url']).toBeFalsy();
+    const locationsBefore = tool.to('/locations').length;
+    const picker = await openPicker(appId);
+    expect(tool.to('/locations')).toHaveLength(locationsBefore);
+    expect(picker.message).toBeNull();
+    expect(picker.locations.map((l) => l.extid)).toEqual(['home', 'stored-1']);
+    const placement = await place(appId, 'stored-1');
+    expect(placement.location).toMatchObject({ extid: 'stored-1', type: 'assessment', label: 'Stored quiz' });
   });
 });
 

@@ -58,14 +58,28 @@ describe('settings: endpoint URLs whose host is a name', () => {
     expect(after.body).toEqual(before.body);
   });
 
-  it('a name with public addresses only is kept, normalised', async () => {
+  it('a name with public addresses only is kept as written', async () => {
     const { appId } = await register(builder);
     const set = await builder.call('PATCH', `/apps/${appId}`, {
-      callback_url: 'https://TOOL.public.example:443/launch',
-      provision_url: 'https://tool.public.example/provision',
+      callback_url: 'https://tool.public.example/launch',
+      provision_url: 'https://tool.public.example',
     });
     expect(set.status).toBe(200);
-    expect(set.body).toMatchObject({ callback_url: 'https://tool.public.example/launch', provision_url: 'https://tool.public.example/provision' });
+    expect(set.body).toMatchObject({ callback_url: 'https://tool.public.example/launch', provision_url: 'https://tool.public.example/' });
+  });
+
+  it.each([
+    ['callback_url', 'https://TOOL.public.example:443/launch'],
+    ['callback_url', 'https:/tool.public.example/launch'],
+    ['provision_url', 'https://tool.public.example\\@evil.example/provision'],
+    ['locations_url', 'https://ｔｏｏｌ.public.example/locations'],
+    ['locations_url', 'https://ⓣⓞⓞⓛ.public.example/locations'],
+  ])('%s %s, which the URL parser would rewrite, is refused as written and nothing is kept (H-04)', async (field, url) => {
+    const { appId } = await register(builder);
+    const refused = await builder.call('PATCH', `/apps/${appId}`, { [field]: url });
+    expectProblem(refused, 422, 'url_not_https', `${field} must be an absolute https:// URL`);
+    const read = await builder.call<Record<string, unknown>>('GET', `/apps/${appId}`);
+    expect(read.body[field]).toBeNull();
   });
 
   it('a tool pinned to 2026-08-19: the same rules, and the URLs kept (S-41)', async () => {

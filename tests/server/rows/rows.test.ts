@@ -59,7 +59,7 @@ describe('read and replace', () => {
     expect(await (await writer().get(url)).json()).toEqual({ kept: true });
   });
 
-  it('answers malformed JSON with 400 and another content type with 415, writing nothing', async () => {
+  it('answers a body that is not JSON with 422 (the contract names a malformed body 422, H-02) and another content type with 415, writing nothing', async () => {
     const url = course.storage.member;
     await writer().put(url, { kept: 1 });
     const malformed = await fetch(url, {
@@ -67,7 +67,7 @@ describe('read and replace', () => {
       headers: { Authorization: course.instructor.auth, 'Content-Type': 'application/json' },
       body: '{"a":',
     });
-    expect(malformed.status).toBe(400);
+    expect(await detailOf(malformed)).toMatchObject({ status: 422, code: 'malformed_json', detail: expect.stringMatching(/^request body is not valid JSON: /) });
     const wrongType = await fetch(url, {
       method: 'PUT',
       headers: { Authorization: course.instructor.auth, 'Content-Type': 'text/plain' },

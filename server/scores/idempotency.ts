@@ -1,0 +1,100 @@
+/**
+ * `Idempotency-Key` on score submissions, an extension of this implementation (decision H-07): a tool that
+ * lost the answer to a score submission can send it again without publishing twice. The first request
+ * with a key claims it (per tool) and, once its attempt is recorded, the key names that attempt for 24
+ * hours; the same request again answers that attempt and publishes nothing, another request under the key
+ * is refused. The header's name is read from the spec (lockstep).
+ */
+import { createHash } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import { Problem } from '../http/problem.js';
+import { loadBundledSpec } from '../http/spec.js';
+import type { Store } from '../store/index.js';
+import type { GradeAttemptJson } from './submit.js';
+import { attemptJson } from './submit.js';
+
+/** How long a key names its first attempt. */
+export const IDEMPOTENCY_KEPT_MS = 24 * 60 * 60 * 1000;
+/**
+ * A claim whose request never recorded its attempt (the process died while publishing) frees its key
+ * after this long, far beyond the longest publication (a few LMS requests of at most 10 s each).
+ */
+export const IDEMPOTENCY_UNFINISHED_MS = 5 * 60 * 1000;
+
+function headerName(): string {
+  const spec = loadBundledSpec('2026-09-21') as { components?: { parameters?: Record<string, { name?: string }> } };
+  const name = spec.components?.parameters?.['IdempotencyKey']?.name;
+  if (!name) throw new Error('the 2026-09-21 spec has no IdempotencyKey parameter');
+  return name.toLowerCase();
+}
+
+const HEADER = headerName();
+
+export const IDEMPOTENCY_MESSAGES = {
+  reused: (key: string) => `Idempotency-Key "${key}" was used within the last 24 hours for a different score submission`,
+  inProgress: (key: string) => `the score submission with Idempotency-Key "${key}" is still being published; retry in a moment`,
+} as const;
+
+/** The request's key, or null without the header (the validator has checked its shape). */
+export function idempotencyKeyOf(headers: IncomingHttpHeaders): string | null {
+  const value = headers[HEADER];
+  const key = Array.isArray(value) ? value[0] : value;
+  return typeof key === 'string' && key !== '' ? key : null;
+}
+
+/** Object members in code-unit order at every level, so the same JSON value always reads the same. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (typeof value === 'object' && value !== null) {
+    const entries = Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`);
+    return `{${entries.join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/** What makes two requests the same: the URL, who sends it, and the body as a JSON value. */
+export function requestFingerprint(parts: { path: string; caller: string; body: unknown }): string {
+  return createHash('sha256').update(`${parts.path}\n${parts.caller}\n${canonical(parts.body)}`).digest('hex');
+}
+
+export interface IdempotentAnswer {
+  attempt: GradeAttemptJson;
+  replayed: boolean;
+}
+
+export async function submitOnce(
+  store: Store,
+  claim: { appId: string; key: string; fingerprint: string },
+  submit: () => Promise<GradeAttemptJson>,
+): Promise<IdempotentAnswer> {
+  await store.scoreIdempotency.sweep(IDEMPOTENCY_KEPT_MS);
+  const claimed = await store.scoreIdempotency.claim(claim.appId, claim.key, claim.fingerprint, {
+    keptMs: IDEMPOTENCY_KEPT_MS,
+    unfinishedMs: IDEMPOTENCY_UNFINISHED_MS,
+  });
+  if (claimed.claimed) {
+    let attempt: GradeAttemptJson;
+    try {
+      attempt = await submit();
+    } catch (err) {
+      // Refused before anything was published: the key was not used.
+      await store.scoreIdempotency.release(claim.appId, claim.key);
+      throw err;
+    }
+    await store.scoreIdempotency.complete(claim.appId, claim.key, attempt.id);
+    return { attempt, replayed: false };
+  }
+  const { held } = claimed;
+  if (held.fingerprint !== claim.fingerprint) {
+    throw new Problem(422, 'idempotency_key_reused', IDEMPOTENCY_MESSAGES.reused(claim.key));
+  }
+  const first = held.attemptId === null ? null : await store.attempts.get(held.attemptId);
+  if (!first) {
+    throw new Problem(409, 'idempotency_key_in_progress', IDEMPOTENCY_MESSAGES.inProgress(claim.key), {
+      headers: { 'Retry-After': '1' },
+    });
+  }
+  return { attempt: attemptJson(first), replayed: true };
+}

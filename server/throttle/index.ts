@@ -1,0 +1,120 @@
+/**
+ * Credential guessing is throttled (decision H-05). Failed authentications (an unknown API key, api.token,
+ * platform or builder token: the 401s `invalid_api_key` and `invalid_bearer_token`) are counted per fixed
+ * one-minute window in two buckets: the client address, and the credential's prefix (the API key's
+ * `app_id`, the dashboard, or `api.token`s). Once a bucket is full, until its window ends:
+ *
+ * - an address that reached its limit gets 429 for every request carrying a credential;
+ * - a prefix that reached its limit gets 429 only from addresses that themselves failed in the window, so
+ *   a valid credential sent from another address is never slowed by someone guessing at the same tool.
+ *
+ * The counters live in the store (`auth_failures`), so several instances on one PostgreSQL database share
+ * them. A refused request is not counted again and is answered before its credential is looked at. Each
+ * full bucket is logged once per window, by the request that filled it.
+ */
+import { isIPv6 } from 'node:net';
+import type { Request, RequestHandler } from 'express';
+import type { Logger } from '../http/log.js';
+import { Problem } from '../http/problem.js';
+import { bearerCredential } from '../auth/credentials.js';
+import { parseApiKey } from '../store/ids.js';
+import type { Clock, Store } from '../store/index.js';
+
+export interface ThrottleLimits {
+  /** Length of a counting window. */
+  windowMs: number;
+  /** Failed authentications from one client address per window. */
+  perAddress: number;
+  /** Failed authentications naming one credential prefix per window. */
+  perCredential: number;
+}
+
+export const DEFAULT_THROTTLE_LIMITS: ThrottleLimits = { windowMs: 60_000, perAddress: 30, perCredential: 10 };
+
+/** The 401 codes that mean "no such credential": what a guess gets. Expired or suspended are not guesses. */
+const GUESS_CODES = new Set(['invalid_api_key', 'invalid_bearer_token']);
+
+export const THROTTLE_MESSAGE = (seconds: number): string =>
+  `too many failed authentications; retry after ${seconds} seconds`;
+
+/** The client address as a bucket: an IPv6 client by its /64, the block one subscriber usually holds. */
+export function addressBucket(address: string | undefined): string {
+  const raw = (address ?? 'unknown').replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, '');
+  if (!isIPv6(raw)) return `address:${raw}`;
+  const [head = '', tail = ''] = raw.split('::');
+  const left = head === '' ? [] : head.split(':');
+  const right = tail === '' ? [] : tail.split(':');
+  const groups = raw.includes('::') ? [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right] : left;
+  return `address:${groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':')}::/64`;
+}
+
+/** The credential's prefix as a bucket, or null when the request carries no bearer credential. */
+export function credentialBucket(req: Request): string | null {
+  const credential = bearerCredential(req.headers.authorization);
+  if (credential === null) return null;
+  // The Sandbox LMS's OAuth tokens are that LMS's business (its own token endpoint), not a guessed login.
+  if (req.path.startsWith('/sandbox-lms/')) return null;
+  if (req.path.startsWith('/dashboard/')) return 'credential:dashboard';
+  const key = parseApiKey(credential);
+  if (key) return `credential:api_key:${key.appId}`;
+  return credential.startsWith('ltiaas_') ? 'credential:api_key:malformed' : 'credential:api_token';
+}
+
+export class CredentialThrottle {
+  readonly gate: RequestHandler;
+
+  constructor(
+    private readonly store: Pick<Store, 'authFailures'>,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    private readonly limits: ThrottleLimits = DEFAULT_THROTTLE_LIMITS,
+  ) {
+    this.gate = (req, res, next) => {
+      this.check(req).then(
+        (problem) => next(problem ?? undefined),
+        (err: unknown) => next(err),
+      );
+    };
+  }
+
+  private window(): { start: number; retryAfter: number } {
+    const now = this.clock.nowMs();
+    const start = Math.floor(now / this.limits.windowMs) * this.limits.windowMs;
+    return { start, retryAfter: Math.max(1, Math.ceil((start + this.limits.windowMs - now) / 1000)) };
+  }
+
+  /** The 429 for a request from a full bucket, or null to let it through. */
+  async check(req: Request): Promise<Problem | null> {
+    const credential = credentialBucket(req);
+    if (credential === null) return null;
+    const address = addressBucket(req.ip ?? req.socket.remoteAddress);
+    const { start, retryAfter } = this.window();
+    const counts = await this.store.authFailures.counts([address, credential], start);
+    const fromAddress = counts.get(address) ?? 0;
+    const forCredential = counts.get(credential) ?? 0;
+    const full = fromAddress >= this.limits.perAddress || (forCredential >= this.limits.perCredential && fromAddress > 0);
+    if (!full) return null;
+    return new Problem(429, 'too_many_failed_authentications', THROTTLE_MESSAGE(retryAfter), {
+      headers: { 'Retry-After': String(retryAfter) },
+    });
+  }
+
+  /** Counts a refused credential; called with every problem before it is sent, so the next request sees it. */
+  async failed(req: Request, problem: Problem, log: Logger = this.log): Promise<void> {
+    if (problem.status !== 401 || !GUESS_CODES.has(problem.code)) return;
+    const credential = credentialBucket(req);
+    if (credential === null) return;
+    const address = addressBucket(req.ip ?? req.socket.remoteAddress);
+    const { start } = this.window();
+    const [fromAddress, forCredential] = await this.store.authFailures.record([address, credential], start);
+    const windowEnds = new Date(start + this.limits.windowMs).toISOString();
+    if (fromAddress === this.limits.perAddress) {
+      log.warn('credential guessing throttled', { bucket: 'address', address: address.slice('address:'.length), limit: this.limits.perAddress, until: windowEnds });
+    }
+    if (forCredential === this.limits.perCredential) {
+      log.warn('credential guessing throttled', { bucket: 'credential', credential: credential.slice('credential:'.length), limit: this.limits.perCredential, until: windowEnds });
+    }
+    // Old windows are dropped now and then by whoever records, so the table stays small.
+    if (fromAddress === 1) await this.store.authFailures.sweep(start - this.limits.windowMs);
+  }
+}
