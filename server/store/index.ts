@@ -16,6 +16,7 @@ import type { MigrateResult } from './migrations.js';
 import { migrate } from './migrations.js';
 import { AppsRepo } from './repos/apps.js';
 import { AttemptsRepo } from './repos/attempts.js';
+import { AuditRepo } from './repos/audit.js';
 import { BuildersRepo } from './repos/builders.js';
 import { ContextsRepo, MembersRepo, OrganizationsRepo, UsersRepo } from './repos/directory.js';
 import { FilesRepo } from './repos/files.js';
@@ -58,6 +59,7 @@ export interface Repositories {
   gradebook: GradebookRepo;
   sandboxLms: SandboxLmsRepo;
   pickerAnswers: PickerAnswersRepo;
+  audit: AuditRepo;
 }
 
 export interface Store extends Repositories {
@@ -126,6 +128,7 @@ export function createRepositories(db: Driver, clock: Clock = systemClock): Repo
     gradebook: new GradebookRepo(ctx),
     sandboxLms: new SandboxLmsRepo(ctx),
     pickerAnswers: new PickerAnswersRepo(ctx),
+    audit: new AuditRepo(ctx),
   };
 }
 
@@ -203,6 +206,7 @@ export type { IdPrefix } from './ids.js';
 export type { JsonObject, JsonValue, RowKey, RowKind, RepoContext } from './repos/common.js';
 export * from './repos/apps.js';
 export * from './repos/attempts.js';
+export * from './repos/audit.js';
 export * from './repos/builders.js';
 export * from './repos/directory.js';
 export * from './repos/files.js';
