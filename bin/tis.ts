@@ -2,7 +2,8 @@
 /**
  * `tis`: the operators' command line for the dashboard API (openapi/dashboard/, decisions L-08, S-36), over HTTP
  * with the kit's typed dashboard client. It does nothing the API does not: every refusal is the service's,
- * printed with its `detail`, and the exit status is non-zero.
+ * printed with its `detail`, and the exit status is non-zero. The commands live in `bin/commands/`, one
+ * module per area, registered in `bin/commands/index.ts`; this file parses, dispatches and prints help.
  *
  *   node --import tsx bin/tis.ts --help      (or `npm run tis -- --help` in this checkout; `tis` once the package is installed)
  */
@@ -10,91 +11,98 @@ import { readFileSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createDashboardClient } from '../client/index.js';
-import type { DashboardClient, DashboardComponents } from '../client/index.js';
+import type { Command, Io, OptionSpec } from './commands/command.js';
+import { ApiRefusal, UsageError } from './commands/command.js';
+import * as modules from './commands/index.js';
 
-type Schemas = DashboardComponents['schemas'];
-type Role = Schemas['SandboxRole'];
+export type { Io } from './commands/command.js';
 
 /** Exit statuses: the API refused or could not be reached (1), the command line is wrong (2). */
 export const EXIT_API = 1;
 export const EXIT_USAGE = 2;
 
-const ROLES: readonly Role[] = ['instructor', 'assistant', 'manager', 'student_1', 'student_2'];
-const HOSTING: readonly Schemas['Hosting'][] = ['self_hosted', 'hosted'];
+export const COMMANDS: readonly Command[] = Object.values(modules).flat();
 
-const USAGE = `Usage: tis <command> [options]
+const GLOBAL_OPTIONS: Readonly<Record<string, OptionSpec & { short?: string }>> = {
+  url: { type: 'string', value: '<origin>', description: "The service's origin (default: $TIS_URL)." },
+  token: { type: 'string', value: '<token>', description: 'The dashboard credential (default: $TIS_TOKEN).' },
+  'token-file': { type: 'string', value: '<path>', description: 'Read the credential from a file, e.g. DATA_DIR/platform-token.' },
+  json: { type: 'boolean', description: "Print the API's JSON answer instead of text." },
+  help: { type: 'boolean', short: 'h', description: 'Show the help (of one command, after its name).' },
+};
 
-Operator commands for the Tool Integration Service's dashboard API.
-
-Commands:
-  register --name <name> [--hosting self_hosted|hosted] [--description <text>]
-           [--contract-version <version>]
-      Register a tool (a builder's token). Prints the tool's ID and, for a
-      self-hosted tool, its API key: the only time the key is shown.
-  activate <app_id>
-      Activate a tool (the platform team's token).
-  suspend <app_id>
-      Suspend a tool (the platform team's token).
-  rotate-key <app_id>
-      Issue a new API key; the old one stops working at once. Prints the key.
-  sandbox-launch-url <app_id> <placement_id> [--as <role>]
-      Print a Sandbox launch URL for a placement, as a trial user: instructor,
-      assistant, manager, student_1 (default) or student_2. Open it in a
-      browser within 120 seconds; it works once.
-  files migrate [--from local|postgres] [--dry-run]
-      Copy stored files into the S3 bucket (on the store, not the API; see
-      "tis files --help").
-
-Options:
-  --url <origin>        The service's origin (default: $TIS_URL).
-  --token <token>       The dashboard credential (default: $TIS_TOKEN).
-  --token-file <path>   Read the credential from a file, e.g. DATA_DIR/platform-token.
-  --json                Print the API's JSON answer instead of text.
-  -h, --help            Show this help.
-
-A refused call prints the service's message and exits 1; a wrong command line exits 2.
-`;
-
-export interface Io {
-  out(line: string): void;
-  err(line: string): void;
+/** Every option any command takes, so one parse finds the command whatever order the words come in. */
+function allOptions(): Record<string, { type: 'string' | 'boolean'; short?: string }> {
+  const all: Record<string, { type: 'string' | 'boolean'; short?: string }> = {};
+  for (const [name, spec] of Object.entries(GLOBAL_OPTIONS)) all[name] = { type: spec.type, ...(spec.short ? { short: spec.short } : {}) };
+  for (const command of COMMANDS) {
+    for (const [name, spec] of Object.entries(command.options ?? {})) {
+      const known = all[name];
+      if (known && known.type !== spec.type) throw new Error(`tis: option --${name} is a ${known.type} in one command and a ${spec.type} in another`);
+      all[name] = { type: spec.type };
+    }
+  }
+  return all;
 }
 
-class UsageError extends Error {}
+function namesOf(command: Command): string[] {
+  return [command.name, ...(command.aliases ?? [])];
+}
 
-const OPTIONS = {
-  url: { type: 'string' },
-  token: { type: 'string' },
-  'token-file': { type: 'string' },
-  json: { type: 'boolean' },
-  help: { type: 'boolean', short: 'h' },
-  name: { type: 'string' },
-  hosting: { type: 'string' },
-  description: { type: 'string' },
-  'contract-version': { type: 'string' },
-  as: { type: 'string' },
-} as const;
+/** The command whose name (one or more words) the positionals start with; the longest name wins. */
+function findCommand(positionals: readonly string[]): { command: Command; words: number } | null {
+  let found: { command: Command; words: number } | null = null;
+  for (const command of COMMANDS) {
+    for (const name of namesOf(command)) {
+      const words = name.split(' ');
+      if (words.every((w, i) => positionals[i] === w) && (!found || words.length > found.words)) found = { command, words: words.length };
+    }
+  }
+  return found;
+}
 
-/** Which options each command takes, besides the connection ones. */
-const COMMAND_OPTIONS: Readonly<Record<string, readonly string[]>> = {
-  register: ['name', 'hosting', 'description', 'contract-version'],
-  activate: [],
-  suspend: [],
-  'rotate-key': [],
-  'sandbox-launch-url': ['as'],
-};
-const COMMAND_ARGS: Readonly<Record<string, readonly string[]>> = {
-  register: [],
-  activate: ['app_id'],
-  suspend: ['app_id'],
-  'rotate-key': ['app_id'],
-  'sandbox-launch-url': ['app_id', 'placement_id'],
-};
+function optionText(name: string, spec: OptionSpec): string {
+  return spec.value ? `--${name} ${spec.value}` : `--${name}`;
+}
 
-type Values = { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]['type'] extends 'boolean' ? boolean : string };
+function synopsis(command: Command): string {
+  const args = (command.args ?? []).map((a) => `<${a}>`);
+  const options = Object.entries(command.options ?? {}).map(([name, spec]) => `[${optionText(name, spec)}]`);
+  return [command.name, ...args, ...options].join(' ');
+}
 
-function connection(values: Values, env: NodeJS.ProcessEnv): { url: string; token: string } {
-  const url = values.url ?? env['TIS_URL'];
+const TOKENS = { builder: "a builder's token", platform: "the platform team's token", any: "a builder's or the platform team's token" } as const;
+
+function globalOptionLines(): string[] {
+  return Object.entries(GLOBAL_OPTIONS).map(([name, spec]) => `  ${`${spec.short ? `-${spec.short}, ` : ''}${optionText(name, spec)}`.padEnd(24)}${spec.description}`);
+}
+
+export function usage(): string {
+  const lines = ['Usage: tis <command> [options]', '', "Operator commands for the Tool Integration Service's dashboard API.", '', 'Commands:'];
+  for (const command of COMMANDS) {
+    lines.push(`  ${synopsis(command)}`, `      ${command.summary} (${TOKENS[command.token]})`);
+    for (const alias of command.aliases ?? []) lines.push(`  ${alias} ...`, `      The same as "${command.name}".`);
+  }
+  lines.push('  files migrate [--from local|postgres] [--dry-run]', '      Copy stored files into the S3 bucket, on the store itself (see "tis files --help").');
+  lines.push('', 'Options of every command:', ...globalOptionLines(), '');
+  lines.push('"tis <command> --help" shows one command\'s options in full.');
+  lines.push('A refused call prints the service\'s message and exits 1; a wrong command line exits 2.');
+  return `${lines.join('\n')}\n`;
+}
+
+export function commandUsage(command: Command): string {
+  const lines = [`Usage: tis ${synopsis(command)}`, '', `${command.summary}`, `Takes ${TOKENS[command.token]}.`];
+  const options = Object.entries(command.options ?? {});
+  if (options.length > 0) {
+    lines.push('', 'Options:');
+    for (const [name, spec] of options) lines.push(`  ${optionText(name, spec).padEnd(32)}${spec.description}`);
+  }
+  lines.push('', 'Options of every command:', ...globalOptionLines());
+  return `${lines.join('\n')}\n`;
+}
+
+function connection(values: Record<string, unknown>, env: NodeJS.ProcessEnv): { url: string; token: string } {
+  const url = (values['url'] as string | undefined) ?? env['TIS_URL'];
   if (!url) throw new UsageError('the service URL is missing: pass --url or set TIS_URL');
   let parsed: URL;
   try {
@@ -103,124 +111,77 @@ function connection(values: Values, env: NodeJS.ProcessEnv): { url: string; toke
     throw new UsageError(`--url must be an absolute http(s) URL, got ${JSON.stringify(url)}`);
   }
   if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new UsageError(`--url must be an http(s) URL, got ${JSON.stringify(url)}`);
-  let token = values.token ?? env['TIS_TOKEN'];
-  if (values['token-file'] !== undefined) {
+  let token = (values['token'] as string | undefined) ?? env['TIS_TOKEN'];
+  const tokenFile = values['token-file'] as string | undefined;
+  if (tokenFile !== undefined) {
     try {
-      token = readFileSync(values['token-file'], 'utf8').trim();
+      token = readFileSync(tokenFile, 'utf8').trim();
     } catch (err) {
-      throw new UsageError(`cannot read --token-file ${values['token-file']}: ${(err as Error).message}`);
+      throw new UsageError(`cannot read --token-file ${tokenFile}: ${(err as Error).message}`);
     }
   }
   if (!token) throw new UsageError('the token is missing: pass --token or --token-file, or set TIS_TOKEN');
   return { url: parsed.origin, token };
 }
 
-/** The service's refusal, as the API worded it. */
-class ApiRefusal extends Error {
-  constructor(readonly status: number, readonly detail: string) {
-    super(detail);
-  }
-}
-
-function check<T>(result: { data?: T; error?: { status: number; detail: string } }): T {
-  if (result.error) throw new ApiRefusal(result.error.status, result.error.detail);
-  return result.data as T;
-}
-
-async function runCommand(command: string, args: string[], values: Values, client: DashboardClient, io: Io): Promise<void> {
-  const json = values.json === true;
-  const app_id = args[0] ?? '';
-  switch (command) {
-    case 'register': {
-      if (values.name === undefined) throw new UsageError('register needs --name');
-      const hosting = (values.hosting ?? 'self_hosted') as Schemas['Hosting'];
-      if (!HOSTING.includes(hosting)) throw new UsageError(`--hosting must be one of ${HOSTING.join(', ')}`);
-      const body: Schemas['AppRegistration'] = { name: values.name, hosting };
-      if (values.description !== undefined) body.description = values.description;
-      if (values['contract-version'] !== undefined) body.contract_version = values['contract-version'] as Schemas['ContractVersion'];
-      const registered = check(await client.POST('/dashboard/v1/apps', { body }));
-      if (json) return io.out(JSON.stringify(registered, null, 2));
-      io.out(`registered ${registered.app.id} (${registered.app.status}, ${registered.app.hosting})`);
-      if (registered.api_key !== null) {
-        io.out(`api_key: ${registered.api_key}`);
-        io.err('The API key is shown only this once; store it on the tool\'s server.');
-      }
-      return;
-    }
-    case 'activate':
-    case 'suspend': {
-      const path = command === 'activate' ? '/dashboard/v1/apps/{app_id}/activate' : '/dashboard/v1/apps/{app_id}/suspend';
-      const app = check(await client.POST(path, { params: { path: { app_id } } }));
-      if (json) return io.out(JSON.stringify(app, null, 2));
-      io.out(`${app.id} is ${app.status}`);
-      return;
-    }
-    case 'rotate-key': {
-      const rotated = check(await client.POST('/dashboard/v1/apps/{app_id}/rotate-key', { params: { path: { app_id } } }));
-      if (json) return io.out(JSON.stringify(rotated, null, 2));
-      io.out(`api_key: ${rotated.api_key}`);
-      io.err(`The old key stopped working; the new one (${rotated.api_key_hint}) is shown only this once.`);
-      return;
-    }
-    case 'sandbox-launch-url': {
-      const as = (values.as ?? 'student_1') as Role;
-      if (!ROLES.includes(as)) throw new UsageError(`--as must be one of ${ROLES.join(', ')}`);
-      const ticket = check(
-        await client.POST('/dashboard/v1/apps/{app_id}/sandbox/placements/{placement_id}/launches', {
-          params: { path: { app_id, placement_id: args[1] ?? '' } },
-          body: { as },
-        }),
-      );
-      if (json) return io.out(JSON.stringify(ticket, null, 2));
-      io.out(ticket.launch_url);
-      io.err(`Open it in a browser before ${ticket.expires}; it works once.`);
-      return;
-    }
-    default:
-      throw new UsageError(`unknown command ${JSON.stringify(command)}`);
-  }
-}
-
 /** Runs one command line; answers the exit status. */
 export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, io: Io): Promise<number> {
-  // Works on the store itself, not through the dashboard API: its own options and usage, loaded only here.
+  // `tis files` works on the store itself, not through the dashboard API: its own options and usage, and
+  // the service's modules loaded only for it (decision OBJ-08).
   if (argv[0] === 'files') return (await import('./commands/files.js')).runFiles(argv.slice(1), env, io);
   try {
     let parsed;
     try {
-      parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
+      parsed = parseArgs({ args: [...argv], options: allOptions(), allowPositionals: true, strict: true });
     } catch (err) {
       throw new UsageError((err as Error).message);
     }
-    const values = parsed.values as Values;
-    const [command, ...args] = parsed.positionals;
-    if (values.help || command === undefined || command === 'help') {
-      if (command === undefined && !values.help) {
-        io.err(USAGE);
+    const values = parsed.values as Record<string, string | boolean | undefined>;
+    const positionals = parsed.positionals[0] === 'help' ? parsed.positionals.slice(1) : parsed.positionals;
+    const wantsHelp = values['help'] === true || parsed.positionals[0] === 'help';
+    const found = findCommand(positionals);
+    if (!found) {
+      if (positionals.length === 0) {
+        if (wantsHelp) {
+          io.out(usage());
+          return 0;
+        }
+        io.err(usage());
         return EXIT_USAGE;
       }
-      io.out(USAGE);
+      const group = COMMANDS.filter((c) => c.name.startsWith(`${positionals[0]} `)).map((c) => `"${c.name}"`);
+      throw new UsageError(
+        group.length > 0 && positionals.length === 1
+          ? `${positionals[0]} needs a command: ${group.join(', ')}`
+          : `unknown command ${JSON.stringify(positionals.join(' '))}`,
+      );
+    }
+    const { command } = found;
+    if (wantsHelp) {
+      io.out(commandUsage(command));
       return 0;
     }
-    const allowed = COMMAND_OPTIONS[command];
-    const expected = COMMAND_ARGS[command];
-    if (!allowed || !expected) throw new UsageError(`unknown command ${JSON.stringify(command)}`);
+    const allowed = Object.keys(command.options ?? {});
     for (const name of Object.keys(values)) {
-      if (['url', 'token', 'token-file', 'json', 'help'].includes(name)) continue;
-      if (!allowed.includes(name)) throw new UsageError(`${command} does not take --${name}`);
+      if (name in GLOBAL_OPTIONS) continue;
+      if (!allowed.includes(name)) throw new UsageError(`${command.name} does not take --${name}`);
     }
-    if (args.length !== expected.length) {
-      throw new UsageError(`${command} takes ${expected.length === 0 ? 'no arguments' : expected.map((a) => `<${a}>`).join(' ')}`);
+    const expected = command.args ?? [];
+    const given = positionals.slice(found.words);
+    if (given.length !== expected.length) {
+      throw new UsageError(`${command.name} takes ${expected.length === 0 ? 'no arguments' : expected.map((a) => `<${a}>`).join(' ')}`);
     }
     const { url, token } = connection(values, env);
     const client = createDashboardClient({ baseUrl: url, token });
+    const args = Object.fromEntries(expected.map((name, i) => [name, given[i] ?? '']));
     try {
-      await runCommand(command, args, values, client, io);
+      await command.run({ client, args, values, json: values['json'] === true, io });
     } catch (err) {
       if (err instanceof ApiRefusal || err instanceof UsageError) throw err;
       // fetch failed: nothing answered at the URL.
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      io.err(`error: cannot reach ${url}: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
+      if (cause === undefined) throw err;
+      io.err(`error: cannot reach ${url}: ${cause.code ?? cause.message ?? (err as Error).message}`);
       return EXIT_API;
     }
     return 0;

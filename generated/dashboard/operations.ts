@@ -172,6 +172,41 @@ export const operations = {
     security: [['builderToken'], ['platformToken']],
     tag: 'Sandbox',
   },
+  createSandboxSignedLaunch: {
+    id: 'createSandboxSignedLaunch',
+    method: 'POST',
+    path: '/dashboard/v1/apps/{app_id}/sandbox/placements/{placement_id}/signed-launches',
+    security: [['builderToken'], ['platformToken']],
+    tag: 'Sandbox',
+  },
+  listOperators: {
+    id: 'listOperators',
+    method: 'GET',
+    path: '/dashboard/v1/operators',
+    security: [['platformToken']],
+    tag: 'Operators',
+  },
+  createOperator: {
+    id: 'createOperator',
+    method: 'POST',
+    path: '/dashboard/v1/operators',
+    security: [['platformToken']],
+    tag: 'Operators',
+  },
+  revokeOperator: {
+    id: 'revokeOperator',
+    method: 'DELETE',
+    path: '/dashboard/v1/operators/{operator_id}',
+    security: [['platformToken']],
+    tag: 'Operators',
+  },
+  listAuditLog: {
+    id: 'listAuditLog',
+    method: 'GET',
+    path: '/dashboard/v1/audit-log',
+    security: [['platformToken']],
+    tag: 'Operators',
+  },
   openLaunchPage: {
     id: 'openLaunchPage',
     method: 'GET',
@@ -344,6 +379,31 @@ export type ResetSandboxResponses = OperationTypes['resetSandbox']['responses'];
 export type GetSandboxGradebookParams = OperationTypes['getSandboxGradebook']['parameters'];
 export type GetSandboxGradebookBody = never;
 export type GetSandboxGradebookResponses = OperationTypes['getSandboxGradebook']['responses'];
+
+/** POST /dashboard/v1/apps/{app_id}/sandbox/placements/{placement_id}/signed-launches: Get the signed launch a placement sends, as data */
+export type CreateSandboxSignedLaunchParams = OperationTypes['createSandboxSignedLaunch']['parameters'];
+export type CreateSandboxSignedLaunchBody = NonNullable<OperationTypes['createSandboxSignedLaunch']['requestBody']>['content']['application/json'];
+export type CreateSandboxSignedLaunchResponses = OperationTypes['createSandboxSignedLaunch']['responses'];
+
+/** GET /dashboard/v1/operators: List the platform team's operators */
+export type ListOperatorsParams = OperationTypes['listOperators']['parameters'];
+export type ListOperatorsBody = never;
+export type ListOperatorsResponses = OperationTypes['listOperators']['responses'];
+
+/** POST /dashboard/v1/operators: Create a named operator and issue its token */
+export type CreateOperatorParams = OperationTypes['createOperator']['parameters'];
+export type CreateOperatorBody = NonNullable<OperationTypes['createOperator']['requestBody']>['content']['application/json'];
+export type CreateOperatorResponses = OperationTypes['createOperator']['responses'];
+
+/** DELETE /dashboard/v1/operators/{operator_id}: Revoke an operator */
+export type RevokeOperatorParams = OperationTypes['revokeOperator']['parameters'];
+export type RevokeOperatorBody = never;
+export type RevokeOperatorResponses = OperationTypes['revokeOperator']['responses'];
+
+/** GET /dashboard/v1/audit-log: Read the audit log */
+export type ListAuditLogParams = OperationTypes['listAuditLog']['parameters'];
+export type ListAuditLogBody = never;
+export type ListAuditLogResponses = OperationTypes['listAuditLog']['responses'];
 
 /** GET /launch/{ticket}: Hand the browser over to the tool */
 export type OpenLaunchPageParams = OperationTypes['openLaunchPage']['parameters'];

@@ -549,6 +549,117 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/dashboard/v1/apps/{app_id}/sandbox/placements/{placement_id}/signed-launches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The tool's ID, the launch's `app` claim. Opaque; do not parse it (decision L-09).
+                 * @example app_3f9c2a7d1e5b8h4j6k0m
+                 */
+                app_id: components["parameters"]["AppId"];
+                /**
+                 * @description A Sandbox placement's ID (`plc_` prefix). Opaque; do not parse it (decision L-09).
+                 * @example plc_4g7j0m3p6s9v2y5b8e1h
+                 */
+                placement_id: components["parameters"]["PlacementId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Get the signed launch a placement sends, as data
+         * @description For a tool team's own tests (decision OPS-01): does what opening a launch link does, as that trial user,
+         *     and answers the signed launch instead of the HTML page that would POST it. The launch is real and
+         *     recorded: a fresh `api.token`, real storage URLs and, for an assessment, a `grade.submit` URL. Whatever
+         *     would stop the launch page answers 409 with the page's words: a hosted tool, a callback URL unset or failing
+         *     the URL rules, provisioning still waiting (`launch_provisioning`) or failed (`launch_not_set_up`).
+         */
+        post: operations["createSandboxSignedLaunch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dashboard/v1/operators": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the platform team's operators
+         * @description Platform team only. Every operator, revoked ones included, oldest first (decision OPS-02).
+         */
+        get: operations["listOperators"];
+        put?: never;
+        /**
+         * Create a named operator and issue its token
+         * @description Platform team only (the bootstrap token or another operator). The answer carries the operator's token, the
+         *     only time it is shown. The operator has the platform team's rights, and everything it does is recorded in
+         *     the audit log under its name (decisions OPS-02, OPS-03).
+         */
+        post: operations["createOperator"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dashboard/v1/operators/{operator_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description An operator's ID (`bld_` prefix, decision OPS-02). Opaque; do not parse it (decision L-09).
+                 * @example bld_2k5n8q1t4w7z0c3f6h9m
+                 */
+                operator_id: components["parameters"]["OperatorId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an operator
+         * @description Platform team only. The operator's token stops working at once; the operator stays listed with `revoked`
+         *     set, so the audit log keeps naming who did what. Revoking a revoked operator answers 204 again. The
+         *     bootstrap token cannot be revoked here: change `PLATFORM_TOKEN` or delete `DATA_DIR/platform-token` and
+         *     restart (decision OPS-02).
+         */
+        delete: operations["revokeOperator"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dashboard/v1/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the audit log
+         * @description Platform team only. Every recorded action, newest first: who (an operator by name, the bootstrap token, or a
+         *     builder), what (`action` and `target`) and when (decision OPS-03). `app_id` keeps the entries about one tool.
+         */
+        get: operations["listAuditLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/launch/{ticket}": {
         parameters: {
             query?: never;
@@ -1541,6 +1652,129 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /**
+         * Operator
+         * @description A named member of the platform team (decision OPS-02). Each operator has a bearer token of its own with the
+         *     platform team's rights; revoking the operator stops that token at once and keeps the operator's name in the
+         *     audit log. The token in `PLATFORM_TOKEN` (or `DATA_DIR/platform-token`) keeps working as the bootstrap
+         *     credential, recorded in the audit log as the actor `platform_token`.
+         */
+        Operator: {
+            /** @description The operator's ID, `bld_` prefix (decision L-09). */
+            id: string;
+            name: string;
+            /**
+             * Format: email
+             * @description Unique among builders and operators, compared case-insensitively.
+             */
+            email: string;
+            /** @description The token's prefix and last four characters, to tell tokens apart. */
+            token_hint: string;
+            /** Format: date-time */
+            created: string;
+            /**
+             * Format: date-time
+             * @description When the operator was revoked; null while its token works.
+             */
+            revoked: string | null;
+        };
+        /**
+         * OperatorCreate
+         * @description A new operator of the platform team.
+         */
+        OperatorCreate: {
+            name: string;
+            /** Format: email */
+            email: string;
+        };
+        /**
+         * OperatorCreated
+         * @description The new operator and its credential. `token` is shown only in this response: the service keeps a SHA-256
+         *     hash and cannot show it again.
+         */
+        OperatorCreated: {
+            operator: components["schemas"]["Operator"];
+            /** @description The operator's bearer credential, `tisb_` + 43 base64url characters (decision OPS-02). */
+            token: string;
+        };
+        /**
+         * OperatorList
+         * @description Every operator of the platform team, revoked ones included, oldest first.
+         */
+        OperatorList: {
+            operators: components["schemas"]["Operator"][];
+        };
+        /**
+         * AuditActor
+         * @description Who did it (decision OPS-03): `operator` (a named operator, `id` and `name` as they were then),
+         *     `platform_token` (the bootstrap credential of `PLATFORM_TOKEN` or `DATA_DIR/platform-token`; `id` null) or
+         *     `builder` (a tool builder acting on its own tool).
+         */
+        AuditActor: {
+            /** @enum {string} */
+            kind: "operator" | "platform_token" | "builder";
+            id: string | null;
+            name: string;
+        };
+        /**
+         * AuditEntry
+         * @description One recorded action of the platform team or of a builder on a tool (decision OPS-03).
+         */
+        AuditEntry: {
+            /** @description The entry's ID, `aud_` prefix. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description When the action was done (UTC).
+             */
+            at: string;
+            actor: components["schemas"]["AuditActor"];
+            /**
+             * @description What was done, as `<subject>.<verb>`: `app.register`, `app.settings`, `app.activate`, `app.suspend`,
+             *     `app.rotate_key`, `app.team_add`, `app.team_remove`, `sandbox.reset`, `builder.create`,
+             *     `operator.create`, `operator.revoke`; other parts of the service add their own (for example the LMS
+             *     registrations) with the same shape.
+             */
+            action: string;
+            /** @description The ID of what the action was done to (a tool, a builder, an operator, a registration). */
+            target: string | null;
+            /** @description What else the entry records (the previous status, the settings fields changed); never a secret. */
+            detail: {
+                [key: string]: unknown;
+            };
+        };
+        /**
+         * AuditLog
+         * @description One page of the audit log, newest first.
+         */
+        AuditLog: {
+            entries: components["schemas"]["AuditEntry"][];
+            /** @description Pass as `cursor` for the next page; null on the last page. */
+            next_cursor: string | null;
+        };
+        /**
+         * SignedLaunch
+         * @description The signed launch a placement sends (decision OPS-01): the form the launch page would POST to the tool, as
+         *     data. POST `fields` as `application/x-www-form-urlencoded` to `url` to launch the tool exactly as a browser
+         *     would; or verify `fields.launch_data` with the kit in the tool's own tests. The launch is recorded and its
+         *     token's 300 seconds (decision GAP-32) start at issue.
+         */
+        SignedLaunch: {
+            /**
+             * Format: uri
+             * @description The tool's callback URL, as the launch page would POST to it.
+             */
+            url: string;
+            fields: {
+                /** @description The signed launch token (a compact JWS). */
+                launch_data: string;
+            };
+            /**
+             * Format: date-time
+             * @description When the launch token expires (its `exp`).
+             */
+            expires: string;
+        };
     };
     responses: {
         /**
@@ -1739,6 +1973,11 @@ export interface components {
          * @example ctx_8d3f6h1k4m7p0r2t5v9x
          */
         SandboxContextQuery: string;
+        /**
+         * @description An operator's ID (`bld_` prefix, decision OPS-02). Opaque; do not parse it (decision L-09).
+         * @example bld_2k5n8q1t4w7z0c3f6h9m
+         */
+        OperatorId: string;
     };
     requestBodies: never;
     headers: never;
@@ -2721,6 +2960,214 @@ export interface operations {
             404: components["responses"]["SandboxNotFound"];
             409: components["responses"]["SandboxSuspended"];
             429: components["responses"]["TooManyFailedAuthentications"];
+        };
+    };
+    createSandboxSignedLaunch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The tool's ID, the launch's `app` claim. Opaque; do not parse it (decision L-09).
+                 * @example app_3f9c2a7d1e5b8h4j6k0m
+                 */
+                app_id: components["parameters"]["AppId"];
+                /**
+                 * @description A Sandbox placement's ID (`plc_` prefix). Opaque; do not parse it (decision L-09).
+                 * @example plc_4g7j0m3p6s9v2y5b8e1h
+                 */
+                placement_id: components["parameters"]["PlacementId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LaunchRequest"];
+            };
+        };
+        responses: {
+            /** @description The signed launch. */
+            201: {
+                headers: {
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignedLaunch"];
+                };
+            };
+            400: components["responses"]["MalformedJson"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The tool or the placement is not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The tool's Sandbox is suspended, or the launch cannot happen now. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description `as` is missing or names no trial user. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listOperators: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The operators. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperatorList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PlatformOnly"];
+        };
+    };
+    createOperator: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OperatorCreate"];
+            };
+        };
+        responses: {
+            /** @description The operator and its token, shown once. */
+            201: {
+                headers: {
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperatorCreated"];
+                };
+            };
+            400: components["responses"]["MalformedJson"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PlatformOnly"];
+            /** @description A builder or another operator has this email. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description A missing or blank name, a missing or invalid email, or an unknown field. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    revokeOperator: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description An operator's ID (`bld_` prefix, decision OPS-02). Opaque; do not parse it (decision L-09).
+                 * @example bld_2k5n8q1t4w7z0c3f6h9m
+                 */
+                operator_id: components["parameters"]["OperatorId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The operator is revoked. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PlatformOnly"];
+            /** @description No operator has this ID. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listAuditLog: {
+        parameters: {
+            query?: {
+                /** @description Only the entries whose target is this tool. */
+                app_id?: string;
+                /**
+                 * @description The `next_cursor` of the previous page; omit it for the first page. Cursors are opaque, belong to one list
+                 *     with one set of filters, and stay valid for 24 hours. Anything else answers 400 `cursor is not valid for this
+                 *     list`.
+                 * @example eyJjIjoiMjAyNi0xMS0wNFQwOTozMDoxMloiLCJpIjoiYXBwXzNmOWMifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description Page size. Outside 1 to 100: 400 `limit must be an integer from 1 to 100`.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the audit log. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditLog"];
+                };
+            };
+            400: components["responses"]["BadListQuery"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PlatformOnly"];
         };
     };
     openLaunchPage: {

@@ -7,6 +7,7 @@
 import { developmentOnlyFields } from '../outbound/development-urls.js';
 import type { components, operations } from '../../generated/dashboard/types.js';
 import type { EndpointRule } from '../../rules/endpoint-url.js';
+import { recordAction } from '../audit/index.js';
 import { Problem } from '../http/problem.js';
 import type { Handlers } from '../http/registry.js';
 import { withGuard } from '../http/registry.js';
@@ -135,6 +136,7 @@ export const appHandlers: Pick<Handlers<operations>, AppOperationId> = {
       if (err instanceof UniqueViolationError) throw taken();
       throw err;
     }
+    await recordAction(ctx.services.store, ctx.guarded.principal, { action: 'builder.create', target: created.builder.id, detail: { name } });
     ctx.log.info('builder created', { builder: created.builder.id });
     return { status: 201, body: { builder: builderJson(created.builder), token: created.token }, headers: NO_STORE };
   }),
@@ -169,6 +171,7 @@ export const appHandlers: Pick<Handlers<operations>, AppOperationId> = {
     });
     // The Sandbox is created with the tool (GAP-24).
     await ensureSandbox(ctx.services, app.id);
+    await recordAction(ctx.services.store, principal, { action: 'app.register', target: app.id, appId: app.id, detail: { name, hosting } });
     ctx.log.info('tool registered', { app: app.id, builder: principal.builder.id, hosting });
     return {
       status: 201,
@@ -181,8 +184,13 @@ export const appHandlers: Pick<Handlers<operations>, AppOperationId> = {
 
   updateAppSettings: withGuard(appGuard<operations['updateAppSettings']>(), async (ctx) => {
     const patch = await readSettings(ctx.services, ctx.guarded.app, ctx.body);
-    const updated = await ctx.services.store.apps.update(ctx.guarded.app.id, patch);
-    if (!updated) throw new Problem(404, 'app_not_found', `app ${ctx.guarded.app.id} not found`);
+    const app = ctx.guarded.app;
+    const updated = await ctx.services.store.transaction(async (tx) => {
+      const changed = await tx.apps.update(app.id, patch);
+      if (changed) await recordAction(tx, ctx.guarded.principal, { action: 'app.settings', target: app.id, appId: app.id, detail: { fields: Object.keys(ctx.body) } });
+      return changed;
+    });
+    if (!updated) throw new Problem(404, 'app_not_found', `app ${app.id} not found`);
     ctx.log.info('tool settings changed', { app: updated.id, fields: Object.keys(patch) });
     return { status: 200, body: appJson(updated) };
   }),
@@ -199,7 +207,10 @@ export const appHandlers: Pick<Handlers<operations>, AppOperationId> = {
     if (!builder || builder.role !== 'builder') throw new Problem(404, 'builder_not_found', `no builder has the email ${email}`);
     const app = ctx.guarded.app;
     if ((await store.builders.appRole(app.id, builder.id)) !== null) return { status: 200, body: builderJson(builder) };
-    await store.builders.addToApp(app.id, builder.id, 'member');
+    await store.transaction(async (tx) => {
+      await tx.builders.addToApp(app.id, builder.id, 'member');
+      await recordAction(tx, ctx.guarded.principal, { action: 'app.team_add', target: app.id, appId: app.id, detail: { builder: builder.id } });
+    });
     ctx.log.info('builder added to team', { app: app.id, builder: builder.id });
     return { status: 201, body: builderJson(builder) };
   }),
@@ -216,6 +227,7 @@ export const appHandlers: Pick<Handlers<operations>, AppOperationId> = {
       if (!team.some((b) => b.id === builderId)) return 'not_on_team' as const;
       if (team.length === 1) return 'last' as const;
       await tx.builders.removeFromApp(app.id, builderId);
+      await recordAction(tx, ctx.guarded.principal, { action: 'app.team_remove', target: app.id, appId: app.id, detail: { builder: builderId } });
       return 'removed' as const;
     });
     if (removed === 'not_on_team') {
@@ -227,14 +239,26 @@ export const appHandlers: Pick<Handlers<operations>, AppOperationId> = {
   }),
 
   activateApp: withGuard(appGuard<operations['activateApp']>('platform'), async (ctx) => {
-    const result = await ctx.services.store.apps.setStatus(ctx.guarded.app.id, 'active');
+    const result = await ctx.services.store.transaction(async (tx) => {
+      const changed = await tx.apps.setStatus(ctx.guarded.app.id, 'active');
+      if (changed) {
+        await recordAction(tx, ctx.guarded.principal, { action: 'app.activate', target: changed.app.id, appId: changed.app.id, detail: { previous: changed.previous } });
+      }
+      return changed;
+    });
     if (!result) throw new Problem(404, 'app_not_found', `app ${ctx.guarded.app.id} not found`);
     ctx.log.info('tool activated', { app: result.app.id, previous: result.previous });
     return { status: 200, body: appJson(result.app) };
   }),
 
   suspendApp: withGuard(appGuard<operations['suspendApp']>('platform'), async (ctx) => {
-    const result = await ctx.services.store.apps.setStatus(ctx.guarded.app.id, 'suspended');
+    const result = await ctx.services.store.transaction(async (tx) => {
+      const changed = await tx.apps.setStatus(ctx.guarded.app.id, 'suspended');
+      if (changed) {
+        await recordAction(tx, ctx.guarded.principal, { action: 'app.suspend', target: changed.app.id, appId: changed.app.id, detail: { previous: changed.previous } });
+      }
+      return changed;
+    });
     if (!result) throw new Problem(404, 'app_not_found', `app ${ctx.guarded.app.id} not found`);
     ctx.log.info('tool suspended', { app: result.app.id, previous: result.previous });
     return { status: 200, body: appJson(result.app) };
@@ -244,7 +268,11 @@ export const appHandlers: Pick<Handlers<operations>, AppOperationId> = {
     const app = ctx.guarded.app;
     let rotated;
     try {
-      rotated = await ctx.services.store.apps.rotateApiKey(app.id);
+      rotated = await ctx.services.store.transaction(async (tx) => {
+        const done = await tx.apps.rotateApiKey(app.id);
+        if (done) await recordAction(tx, ctx.guarded.principal, { action: 'app.rotate_key', target: app.id, appId: app.id, detail: { api_key_hint: done.apiKeyHint } });
+        return done;
+      });
     } catch (err) {
       if (err instanceof NoApiKeyError) throw new Problem(409, 'hosted_no_api_key', 'hosted tools have no API key');
       throw err;

@@ -17,7 +17,11 @@ import { bearerCredential } from '../auth/credentials.js';
 export const PLATFORM_TOKEN_PREFIX = 'tisp_';
 export const PLATFORM_TOKEN_FILE = 'platform-token';
 
-export type DashboardPrincipal = { kind: 'platform' } | { kind: 'builder'; builder: BuilderRecord };
+/**
+ * Who is calling. The platform team is either a named operator (a builder record of the `platform` role,
+ * decision OPS-02) or, with `operator: null`, the bootstrap token of `PLATFORM_TOKEN` / `DATA_DIR/platform-token`.
+ */
+export type DashboardPrincipal = { kind: 'platform'; operator: BuilderRecord | null } | { kind: 'builder'; builder: BuilderRecord };
 
 /** The platform team's credential, as this process checks it. */
 export class PlatformCredential {
@@ -78,11 +82,11 @@ export async function authenticateDashboard(
   if (credential === null) throw unauthorized('missing_bearer_token', 'Missing bearer token');
   if (credential.startsWith(BUILDER_TOKEN_PREFIX)) {
     const builder = await store.builders.verifyToken(credential);
-    // A builder record of the `platform` role is a personal platform credential (GAP-01).
-    if (builder?.role === 'platform') return { kind: 'platform' };
+    // A builder record of the `platform` role is a named operator's credential (GAP-01, OPS-02).
+    if (builder?.role === 'platform') return { kind: 'platform', operator: builder };
     if (builder) return { kind: 'builder', builder };
     throw unauthorized('invalid_bearer_token', 'Invalid bearer token');
   }
-  if (platform.matches(credential)) return { kind: 'platform' };
+  if (platform.matches(credential)) return { kind: 'platform', operator: null };
   throw unauthorized('invalid_bearer_token', 'Invalid bearer token');
 }

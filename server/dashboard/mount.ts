@@ -21,7 +21,9 @@ import type { Services } from '../http/services.js';
 import { loadBundledSpec } from '../http/spec.js';
 import type { SandboxLmsOperationId } from '../sandbox-lms/handlers.js';
 import { appHandlers } from './apps.js';
+import { operatorHandlers } from './operators.js';
 import { sandboxHandlers } from './sandbox.js';
+import { signedLaunchHandlers } from './signed-launch.js';
 import { dashboardValidationRules } from './validation.js';
 
 export const DASHBOARD_PATH = '/dashboard/v1';
@@ -30,7 +32,12 @@ export const DASHBOARD_PATH = '/dashboard/v1';
 export type DashboardOperationId = Exclude<keyof operations, 'openLaunchPage' | SandboxLmsOperationId>;
 
 /** Complete by type: a missing or an extra handler is a compile error. */
-export const dashboardHandlers: Handlers<Pick<operations, DashboardOperationId>> = { ...appHandlers, ...sandboxHandlers };
+export const dashboardHandlers: Handlers<Pick<operations, DashboardOperationId>> = {
+  ...appHandlers,
+  ...sandboxHandlers,
+  ...operatorHandlers,
+  ...signedLaunchHandlers,
+};
 
 type SpecObject = Record<string, unknown>;
 

@@ -3,6 +3,7 @@
  * the work on the real picker, placements, provisioning, launch tickets and gradebook.
  */
 import type { operations } from '../../generated/dashboard/types.js';
+import { recordAction } from '../audit/index.js';
 import { Problem } from '../http/problem.js';
 import type { GuardContext, Handlers } from '../http/registry.js';
 import { withGuard } from '../http/registry.js';
@@ -122,6 +123,7 @@ export const sandboxHandlers: Pick<Handlers<operations>, SandboxOperationId> = {
   resetSandbox: withGuard(appGuard<operations['resetSandbox']>(), async (ctx) => {
     assertSandboxOpen(ctx.guarded.app);
     await resetSandbox(ctx.services, ctx.guarded.app);
+    await recordAction(ctx.services.store, ctx.guarded.principal, { action: 'sandbox.reset', target: ctx.guarded.app.id, appId: ctx.guarded.app.id });
     return { status: 204 };
   }),
 

@@ -138,6 +138,18 @@ const OPERATIONS: Readonly<Record<string, OperationRules>> = {
       { kind: 'email', name: 'email' },
     ],
   },
+  createOperator: {
+    absent: { code: 'field_required', message: 'name is required' },
+    fields: [
+      { kind: 'text', name: 'name' },
+      { kind: 'email', name: 'email' },
+    ],
+  },
+  listAuditLog: { fields: [], query: [ID_QUERY('app_id'), ...PAGE] },
+  createSandboxSignedLaunch: {
+    absent: { code: 'field_required', message: 'as is required' },
+    fields: [{ kind: 'enum', name: 'as', schema: 'SandboxRole' }],
+  },
   listApps: {
     fields: [],
     query: [{ kind: 'enum', name: 'status', schema: 'AppStatus', code: 'invalid_status' }, ...PAGE],

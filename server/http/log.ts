@@ -1,7 +1,10 @@
 /**
- * Structured logs: one JSON object per line on stdout (or a sink tests supply). A child logger carries
- * fields such as the request id into every line it writes, so a report id finds every line of a request.
+ * Structured logs on pino: one JSON object per line on stdout (or a sink tests supply), with `time` (ISO 8601),
+ * `level` (its name) and `msg`. A child logger carries fields such as the request id into every line it writes,
+ * so a report id finds every line of a request. Credentials are redacted wherever a field of a known secret
+ * name appears (decision OPS-04): a log line is read by more people than the secrets it could carry.
  */
+import pino from 'pino';
 import type { LogLevel } from '../config.js';
 
 export type LogFields = Record<string, unknown>;
@@ -16,7 +19,26 @@ export interface Logger {
 
 export type LogSink = (line: string) => void;
 
-const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
+/** Field names whose values are credentials, at the top level and one object down (e.g. `headers.authorization`). */
+export const REDACTED_FIELDS = [
+  'authorization',
+  'cookie',
+  'token',
+  'api_key',
+  'apiKey',
+  'password',
+  'secret',
+  'client_secret',
+  'launch_data',
+  'id_token',
+  'access_token',
+  'database_url',
+  'databaseUrl',
+  'platform_token',
+] as const;
+export const REDACTED = '[redacted]';
+
+const REDACT_PATHS = REDACTED_FIELDS.flatMap((name) => [name, `*.${name}`]);
 
 /** Errors do not survive JSON.stringify; keep what helps an operator and nothing that is request data. */
 function serializeError(err: unknown): unknown {
@@ -30,40 +52,55 @@ function serializeError(err: unknown): unknown {
   return err;
 }
 
-function safeStringify(record: LogFields): string {
-  const seen = new WeakSet<object>();
-  return JSON.stringify(record, (_key, value: unknown) => {
-    if (value instanceof Error) return serializeError(value);
-    if (typeof value === 'bigint') return value.toString();
-    if (typeof value === 'object' && value !== null) {
-      if (seen.has(value)) return '[circular]';
-      seen.add(value);
+/** Errors anywhere at the top level (`err`, `cause`, ...) are written with their message and stack. */
+function withErrors(fields: LogFields | undefined): LogFields {
+  if (fields === undefined) return {};
+  let out: LogFields | null = null;
+  for (const [key, value] of Object.entries(fields)) {
+    if (value instanceof Error) {
+      out ??= { ...fields };
+      out[key] = serializeError(value);
     }
-    return value;
-  });
+  }
+  return out ?? fields;
+}
+
+function wrap(log: pino.Logger): Logger {
+  const write = (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: LogFields): void => {
+    try {
+      log[level](withErrors(fields), msg);
+    } catch {
+      // A log line must never take a request down with it.
+    }
+  };
+  return {
+    debug: (msg, fields) => write('debug', msg, fields),
+    info: (msg, fields) => write('info', msg, fields),
+    warn: (msg, fields) => write('warn', msg, fields),
+    error: (msg, fields) => write('error', msg, fields),
+    child: (fields) => wrap(log.child(withErrors(fields))),
+  };
 }
 
 export function createLogger(options: { level?: LogLevel; sink?: LogSink; fields?: LogFields } = {}): Logger {
-  const threshold = RANK[options.level ?? 'info'];
-  const sink: LogSink = options.sink ?? ((line) => process.stdout.write(`${line}\n`));
-  const make = (base: LogFields): Logger => {
-    const write = (level: Exclude<LogLevel, 'silent'>, msg: string, fields?: LogFields): void => {
-      if (RANK[level] < threshold) return;
-      try {
-        sink(safeStringify({ time: new Date().toISOString(), level, msg, ...base, ...fields }));
-      } catch {
-        // A log line must never take a request down with it.
-      }
-    };
-    return {
-      debug: (msg, fields) => write('debug', msg, fields),
-      info: (msg, fields) => write('info', msg, fields),
-      warn: (msg, fields) => write('warn', msg, fields),
-      error: (msg, fields) => write('error', msg, fields),
-      child: (fields) => make({ ...base, ...fields }),
-    };
-  };
-  return make(options.fields ?? {});
+  const sink = options.sink;
+  // Synchronous on stdout: `npm start` exits right after its last line on shutdown, and nothing may be lost.
+  const destination = sink
+    ? { write: (line: string): void => sink(line.endsWith('\n') ? line.slice(0, -1) : line) }
+    : pino.destination({ dest: 1, sync: true });
+  const log = pino(
+    {
+      level: options.level ?? 'info',
+      base: options.fields ?? null,
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+      redact: { paths: REDACT_PATHS, censor: REDACTED },
+      // Errors are serialised by `withErrors`, the same way for every key.
+      serializers: { err: (value: unknown) => value },
+    },
+    destination,
+  );
+  return wrap(log);
 }
 
 /** Discards everything; for code paths that need a logger but have nowhere useful to write. */

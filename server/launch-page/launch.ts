@@ -56,13 +56,36 @@ export interface LaunchPageContext {
   log: Logger;
 }
 
+/** The signed launch a ticket delivers: what the launch form POSTs, and to where. */
+export interface DeliveredLaunch {
+  appName: string;
+  callbackUrl: string;
+  launchData: string;
+  /** The launch token's `exp`, seconds since the epoch. */
+  exp: number;
+}
+
 /** The page for a ticket; never throws for anything a person, a tool or the network does. */
 export async function renderLaunchPage(services: Services, ticket: string, ctx: LaunchPageContext): Promise<RenderedPage> {
+  const outcome = await deliverLaunch(services, ticket, ctx);
+  return 'page' in outcome ? outcome.page : launchFormPage(outcome.launch);
+}
+
+/**
+ * Either the page that stops the launch, or the signed launch itself: the launch page renders the latter as
+ * its form, the dashboard's signed-launch call answers it as JSON (decision OPS-01).
+ */
+export async function deliverLaunch(
+  services: Services,
+  ticket: string,
+  ctx: LaunchPageContext,
+): Promise<{ page: RenderedPage } | { launch: DeliveredLaunch }> {
+  const page = (rendered: RenderedPage): { page: RenderedPage } => ({ page: rendered });
   const { store } = services;
   const reportId = ctx.requestId;
   const peeked = await store.launches.peekTicket(ticket);
-  if (peeked.status === 'unknown') return ticketPage(404, 'unknown', reportId);
-  if (peeked.status !== 'ok') return ticketPage(410, peeked.status, reportId);
+  if (peeked.status === 'unknown') return page(ticketPage(404, 'unknown', reportId));
+  if (peeked.status !== 'ok') return page(ticketPage(410, peeked.status, reportId));
   const payload = readTicketPayload(peeked.payload);
   const placement = payload ? await store.placements.get(payload.placement_id) : null;
   const member = payload && placement ? await store.members.getInContext(placement.contextId, payload.member_id) : null;
@@ -71,62 +94,62 @@ export async function renderLaunchPage(services: Services, ticket: string, ctx: 
   if (!payload || !placement || !member || !app || !context) {
     // What the ticket named is gone (a deleted course or tool): the link is dead.
     ctx.log.warn('launch ticket names records that no longer exist', { placement: payload?.placement_id ?? null });
-    return ticketPage(410, 'expired', reportId);
+    return page(ticketPage(410, 'expired', reportId));
   }
 
   const available = availability(app, context);
   if (!available.ok) {
     if (available.reason === 'suspended') {
-      return messagePage({
+      return page(messagePage({
         status: 403,
         kind: 'app_suspended',
         title: cannotOpen(app),
         heading: `${app.name} is unavailable`,
         text: 'This tool has been suspended by the platform team.',
         reportId,
-      });
+      }));
     }
-    return messagePage({
+    return page(messagePage({
       status: 403,
       kind: 'app_draft',
       title: cannotOpen(app),
       heading: `${app.name} is not available yet`,
       text: 'This tool is still being set up by its makers and can only be tried in its Sandbox.',
       reportId,
-    });
+    }));
   }
 
   if (app.hosting === 'hosted') {
-    return messagePage({
+    return page(messagePage({
       status: 409,
       kind: 'app_hosted',
       title: cannotOpen(app),
       heading: `${app.name} cannot be opened here`,
       text: 'Hosted tools are not run by this deployment.',
       reportId,
-    });
+    }));
   }
   if (app.callbackUrl === null || app.callbackUrl.trim() === '') {
-    return messagePage({
+    return page(messagePage({
       status: 409,
       kind: 'callback_unset',
       title: cannotOpen(app),
       heading: `${app.name} could not be reached`,
       text: 'The tool has no launch address set yet.',
       reportId,
-    });
+    }));
   }
   const callback = await services.outbound.check(app.callbackUrl, 'callback_url');
   if (!callback.ok) {
     ctx.log.info('callback URL fails the URL rules', { app: app.id, rule: callback.rule });
-    return messagePage({
+    return page(messagePage({
       status: 409,
       kind: 'callback_rule',
       title: cannotOpen(app),
       heading: `${app.name} could not be reached`,
       text: `The tool's launch address is not valid: ${callback.message}.`,
       reportId,
-    });
+    }));
   }
 
   const location = await store.locations.get(placement.locationId);
@@ -148,20 +171,20 @@ export async function renderLaunchPage(services: Services, ticket: string, ctx: 
   } catch (err) {
     if (!(err instanceof PlacementError)) throw err;
     // Availability was checked above; a tool suspended in between is refused like any suspended tool.
-    return messagePage({
+    return page(messagePage({
       status: 403,
       kind: 'app_unavailable',
       title: cannotOpen(app),
       heading: `${app.name} is unavailable`,
       text: err.detail,
       reportId,
-    });
+    }));
   }
   if (!isProvisioned(provisioning)) {
     const failed = provisioning.context.state === 'failed' || provisioning.location?.state === 'failed';
     if (failed) {
       ctx.log.info('launch held: provisioning failed', { app: app.id, context: context.id, error: provisioning.error });
-      return messagePage({
+      return page(messagePage({
         status: 503,
         kind: 'not_set_up',
         title: `${app.name} is not set up`,
@@ -171,9 +194,9 @@ export async function renderLaunchPage(services: Services, ticket: string, ctx: 
         reportId,
         refreshSeconds: NOT_SET_UP_RETRY_SECONDS,
         headers: { 'Retry-After': String(NOT_SET_UP_RETRY_SECONDS) },
-      });
+      }));
     }
-    return messagePage({
+    return page(messagePage({
       status: 202,
       kind: 'provisioning',
       title: `Setting up ${app.name}`,
@@ -181,18 +204,19 @@ export async function renderLaunchPage(services: Services, ticket: string, ctx: 
       text: `This page reloads by itself and opens ${app.name} as soon as the course is ready.`,
       reportId,
       refreshSeconds: PROVISIONING_REFRESH_SECONDS,
-    });
+    }));
   }
 
   // From here the launch happens: the ticket is used up first, so two tabs cannot both launch.
   const consumed = await store.launches.consumeTicket(ticket);
   if (consumed.status !== 'ok') {
-    return consumed.status === 'unknown' ? ticketPage(404, 'unknown', reportId) : ticketPage(410, consumed.status, reportId);
+    return page(consumed.status === 'unknown' ? ticketPage(404, 'unknown', reportId) : ticketPage(410, consumed.status, reportId));
   }
   const organization = await store.organizations.get(context.organizationId);
   const user = await store.users.get(member.userId);
   if (!organization || !user) throw new Error(`course ${context.id} or member ${member.id} lost its school or person`);
   let launchData: string;
+  let exp: number;
   try {
     const outcome = await services.launches.launch({
       organization: {
@@ -215,19 +239,20 @@ export async function renderLaunchPage(services: Services, ticket: string, ctx: 
       trial: available.sandbox && app.contractVersion === '2026-08-25',
     });
     launchData = outcome.token;
+    exp = outcome.claims.exp;
     ctx.log.info('launch delivered', { app: app.id, context: context.id, placement: placement.id, launch: outcome.launch.id });
   } catch (err) {
     if (!(err instanceof UnsupportedContractError)) throw err;
-    return messagePage({
+    return page(messagePage({
       status: 409,
       kind: 'contract_not_served',
       title: cannotOpen(app),
       heading: `${app.name} cannot be opened here`,
       text: `The tool is pinned to contract ${app.contractVersion}, which this deployment does not serve yet (it serves ${CURRENT_CONTRACT}).`,
       reportId,
-    });
+    }));
   }
-  return launchFormPage({ appName: app.name, callbackUrl: callback.url, launchData });
+  return { launch: { appName: app.name, callbackUrl: callback.url, launchData, exp } };
 }
 
 /** The page for an unexpected failure: the person gets a report ID, the log gets the error. */

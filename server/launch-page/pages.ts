@@ -21,6 +21,8 @@ export interface RenderedPage {
   headers: Record<string, string>;
   /** For the log line: which page, in a word. */
   kind: string;
+  /** A message page's words, for callers that answer JSON instead (the signed launch, decision OPS-01). */
+  message?: string;
 }
 
 const STYLE = 'body{font-family:system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem;line-height:1.5;color:#1b1b1b}' +
@@ -84,6 +86,7 @@ export function messagePage(input: MessagePageInput): RenderedPage {
       ...(input.refreshSeconds !== undefined ? { refreshSeconds: input.refreshSeconds } : {}),
     }),
     headers: { 'Content-Security-Policy': infoCsp(nonce), ...(input.headers ?? {}) },
+    message: `${input.heading}. ${input.text}`,
   };
 }
 

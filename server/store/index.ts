@@ -19,6 +19,7 @@ import { AttemptsRepo } from './repos/attempts.js';
 import { AuthFailuresRepo } from './repos/auth-failures.js';
 import { ColumnPointsRepo } from './repos/column-points.js';
 import { ScoreIdempotencyRepo } from './repos/score-idempotency.js';
+import { AuditRepo } from './repos/audit.js';
 import { BuildersRepo } from './repos/builders.js';
 import { ContextsRepo, MembersRepo, OrganizationsRepo, UsersRepo } from './repos/directory.js';
 import { FilesRepo } from './repos/files.js';
@@ -64,6 +65,7 @@ export interface Repositories {
   columnPoints: ColumnPointsRepo;
   scoreIdempotency: ScoreIdempotencyRepo;
   authFailures: AuthFailuresRepo;
+  audit: AuditRepo;
 }
 
 export interface Store extends Repositories {
@@ -135,6 +137,7 @@ export function createRepositories(db: Driver, clock: Clock = systemClock): Repo
     columnPoints: new ColumnPointsRepo(ctx),
     scoreIdempotency: new ScoreIdempotencyRepo(ctx),
     authFailures: new AuthFailuresRepo(ctx),
+    audit: new AuditRepo(ctx),
   };
 }
 
@@ -212,6 +215,7 @@ export type { IdPrefix } from './ids.js';
 export type { JsonObject, JsonValue, RowKey, RowKind, RepoContext } from './repos/common.js';
 export * from './repos/apps.js';
 export * from './repos/attempts.js';
+export * from './repos/audit.js';
 export * from './repos/builders.js';
 export * from './repos/directory.js';
 export * from './repos/files.js';

@@ -441,6 +441,24 @@ export const MIGRATIONS: readonly Migration[] = [
     )`,
     `CREATE INDEX auth_failures_window ON auth_failures (window_start)`,
   ]),
+  // Named operators of the platform team are builders of the `platform` role; revoking one keeps its row, so
+  // the audit log keeps its name (decisions OPS-02, OPS-03). The log is append-only, read newest first.
+  portable('0060_operators_audit_log', [
+    `ALTER TABLE builders ADD COLUMN revoked_at BIGINT`,
+    `CREATE TABLE audit_log (
+      id TEXT PRIMARY KEY,
+      at BIGINT NOT NULL,
+      actor_kind TEXT NOT NULL CHECK (actor_kind IN ('operator', 'platform_token', 'builder')),
+      actor_id TEXT,
+      actor_name TEXT NOT NULL,
+      action TEXT NOT NULL,
+      target TEXT,
+      app_id TEXT,
+      detail TEXT NOT NULL
+    )`,
+    `CREATE INDEX audit_log_at ON audit_log (at, id)`,
+    `CREATE INDEX audit_log_app ON audit_log (app_id, at, id)`,
+  ]),
 ];
 
 function sharedBlobTables(bytesType: 'BLOB' | 'BYTEA'): string[] {

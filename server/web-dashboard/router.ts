@@ -54,6 +54,8 @@ export const WEB_DASHBOARD_FILES = [
   'sandbox.js',
   'picker.js',
   'grades.js',
+  'people.js',
+  'audit.js',
 ] as const;
 
 interface Asset {

@@ -140,8 +140,9 @@ describe('web dashboard states', () => {
     await shows(page.locator('#tool-hosting'), 'hosted');
     await shows(page.locator('#tool-key-hint'), 'none (hosted)');
     expect(await page.locator('#rotate-key').isHidden()).toBe(true);
+    // A draft tool offers Activate only (issue 17 §4).
     expect(await page.locator('#activate').isVisible()).toBe(true);
-    expect(await page.locator('#suspend').isVisible()).toBe(true);
+    expect(await page.locator('#suspend').isHidden()).toBe(true);
     for (const field of ['callback_url', 'provision_url', 'locations_url']) {
       expect(await page.locator(`#settings-form input[name=${field}]`).isDisabled(), field).toBe(true);
     }

@@ -13,6 +13,8 @@ export interface BuilderRecord {
   tokenHint: string;
   createdAt: number;
   updatedAt: number;
+  /** When an operator was revoked (decision OPS-02); its token no longer verifies. */
+  revokedAt: number | null;
 }
 
 interface BuilderRow {
@@ -23,9 +25,10 @@ interface BuilderRow {
   token_hint: string;
   created_at: number;
   updated_at: number;
+  revoked_at: number | string | null;
 }
 
-const COLUMNS = 'b.id, b.name, b.email, b.role, b.token_hint, b.created_at, b.updated_at';
+const COLUMNS = 'b.id, b.name, b.email, b.role, b.token_hint, b.created_at, b.updated_at, b.revoked_at';
 
 function toBuilder(row: BuilderRow): BuilderRecord {
   return {
@@ -36,6 +39,7 @@ function toBuilder(row: BuilderRow): BuilderRecord {
     tokenHint: row.token_hint,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
+    revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
   };
 }
 
@@ -93,10 +97,28 @@ export class BuildersRepo {
 
   async verifyToken(token: string): Promise<BuilderRecord | null> {
     if (!isWellFormedBuilderToken(token)) return null;
-    const row = await this.ctx.db.get<BuilderRow>(`SELECT ${COLUMNS} FROM builders b WHERE b.token_hash = ?`, [
+    const row = await this.ctx.db.get<BuilderRow>(`SELECT ${COLUMNS} FROM builders b WHERE b.token_hash = ? AND b.revoked_at IS NULL`, [
       sha256Hex(token),
     ]);
     return row ? toBuilder(row) : null;
+  }
+
+  /** The platform team's named operators (decision OPS-02), revoked ones included, oldest first. */
+  async listOperators(): Promise<BuilderRecord[]> {
+    const rows = await this.ctx.db.all<BuilderRow>(
+      `SELECT ${COLUMNS} FROM builders b WHERE b.role = 'platform' ORDER BY b.created_at, b.id`,
+    );
+    return rows.map(toBuilder);
+  }
+
+  /** Stops an operator's token at once; the row stays for the audit log. Null when no such operator. */
+  async revokeOperator(id: string): Promise<BuilderRecord | null> {
+    await this.ctx.db.run(
+      `UPDATE builders SET revoked_at = ?, updated_at = ? WHERE id = ? AND role = 'platform' AND revoked_at IS NULL`,
+      [this.ctx.clock.nowMs(), this.ctx.clock.nowMs(), id],
+    );
+    const row = await this.get(id);
+    return row?.role === 'platform' ? row : null;
   }
 
   /** The old token stops working at once. Null when no such builder. */

@@ -1,10 +1,12 @@
 // The dashboard's controller: sign-in, the workspace, and which tool and tab are shown. The address bar
 // holds the place (`#/apps/<app_id>/<tab>`) so a reload comes back to it; the token stays in the session.
 import { api, appPath, detailOf } from './api.js';
-import { busy, byId, say } from './dom.js';
+import { busy, byId, copyButton, say } from './dom.js';
+import { loadAudit, wireAudit } from './audit.js';
+import { forgetPeopleSecrets, loadBuilders, loadOperators, wirePeople } from './people.js';
 import { clearToken, getToken, setToken } from './session.js';
 import { loadGrades, wireGrades } from './grades.js';
-import { loadSandbox, wireSandbox } from './sandbox.js';
+import { loadSandbox, stopPolling, wireSandbox } from './sandbox.js';
 import { renderSettings, wireSettings } from './settings.js';
 import { fillContractVersions, loadMoreTools, loadToolList, markCurrent, renderToolHead, wireRegistration, wireToolActions } from './tools.js';
 
@@ -40,6 +42,7 @@ function revealSecret() {
   if (pendingSecret === null || pendingSecret.appId !== ctx.appId) return;
   byId('secret-title').textContent = pendingSecret.title;
   byId('secret-value').value = pendingSecret.value;
+  byId('secret-copy').replaceChildren(copyButton(() => byId('secret-value').value, `Copy the ${pendingSecret.title}`));
   byId('secret').hidden = false;
   pendingSecret = null;
 }
@@ -47,6 +50,7 @@ function revealSecret() {
 function hideSecret() {
   pendingSecret = null;
   byId('secret-value').value = '';
+  byId('secret-copy').replaceChildren();
   byId('secret').hidden = true;
 }
 
@@ -57,10 +61,35 @@ function placeFromHash() {
   return { appId: decodeURIComponent(match[1]), tab };
 }
 
+/** The platform team's own pages, by their address. */
+const PAGES = { '#/builders': ['builders', loadBuilders], '#/operators': ['operators', loadOperators], '#/audit': ['audit', loadAudit] };
+
+function showPage(name) {
+  for (const [id] of Object.values(PAGES)) byId(id).hidden = id !== name;
+  for (const link of document.querySelectorAll('#platform-nav a')) {
+    link.setAttribute('aria-current', String(link.getAttribute('href') === `#/${name}`));
+  }
+}
+
 async function showPlace() {
+  stopPolling();
   const place = placeFromHash();
   const tool = byId('tool');
   const register = byId('register');
+  const page = ctx.identity?.kind === 'platform' ? PAGES[window.location.hash] : undefined;
+  // A token shown once stays on the page that showed it: going anywhere else forgets it.
+  forgetPeopleSecrets();
+  if (page === undefined) showPage(null);
+  else {
+    ctx.appId = null;
+    hideSecret();
+    tool.hidden = true;
+    register.hidden = true;
+    markCurrent(null);
+    showPage(page[0]);
+    await page[1]();
+    return;
+  }
   if (place === null) {
     ctx.appId = null;
     tool.hidden = true;
@@ -112,6 +141,7 @@ async function signedIn() {
   byId('workspace').hidden = false;
   const platform = identity.kind === 'platform';
   byId('register-platform-note').hidden = !platform;
+  byId('platform-nav').hidden = !platform;
   byId('register-form').hidden = platform;
   await loadToolList(ctx);
   await showPlace();
@@ -133,6 +163,8 @@ async function start() {
   wireSettings(ctx);
   wireSandbox(ctx);
   wireGrades(ctx);
+  wirePeople();
+  wireAudit();
 
   for (const name of TABS) byId(`tab-${name}`).addEventListener('click', () => ctx.appId && ctx.go(ctx.appId, name));
   byId('show-register').addEventListener('click', () => {
@@ -143,6 +175,8 @@ async function start() {
   byId('sign-out').addEventListener('click', () => {
     clearToken();
     hideSecret();
+    forgetPeopleSecrets();
+    stopPolling();
     ctx.appId = null;
     showSignIn(null);
   });

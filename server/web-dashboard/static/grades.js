@@ -1,7 +1,7 @@
 // The Grades tab: the Sandbox gradebook of one Sandbox course (the last score per member and column, as
 // the Sandbox LMS received it) and the tool's full grade history (every attempt, failed ones included).
 import { api, appPath, detailOf } from './api.js';
-import { badge, busy, byId, h, say } from './dom.js';
+import { badge, busy, byId, h, idChip, labelCells, localTime, say } from './dom.js';
 import { coursesOf, fillCourseSelect } from './sandbox.js';
 
 let historyCursor = null;
@@ -53,10 +53,14 @@ function renderGradebook(ctx, gradebook) {
               h('td', {}, score.comment ?? ''),
               h('td', {}, score.activity_progress),
               h('td', {}, score.grading_progress),
-              h('td', {}, score.timestamp),
-              h('td', {}, score.received),
+              h('td', {}, localTime(score.timestamp)),
+              h('td', {}, localTime(score.received)),
             ))))),
     )));
+  for (const table of container.querySelectorAll('table')) {
+    table.classList.add('stack');
+    labelCells(table);
+  }
 }
 
 /** The trial user behind a member or user ID of the Sandbox, for display; null outside the Sandbox. */
@@ -72,7 +76,7 @@ function trialUser(ctx, id) {
 
 function person(ctx, id) {
   const name = trialUser(ctx, id);
-  return name === null ? h('code', {}, id) : h('span', { title: id }, name);
+  return name === null ? idChip(id) : h('span', { title: id }, name);
 }
 
 async function loadHistory(ctx) {
@@ -81,17 +85,18 @@ async function loadHistory(ctx) {
   const body = byId('history').tBodies[0];
   body.append(...page.attempts.map((attempt) =>
     h('tr', { 'data-attempt': attempt.id },
-      h('td', { class: 'nowrap' }, attempt.submitted),
+      h('td', {}, localTime(attempt.submitted)),
       h('td', {}, badge(attempt.status)),
       h('td', {}, String(attempt.score)),
       h('td', {}, attempt.max_score === null ? '' : String(attempt.max_score)),
       h('td', {}, `${attempt.activity_progress}, ${attempt.grading_progress}`),
       h('td', {}, person(ctx, attempt.member)),
-      h('td', {}, h('code', {}, attempt.location)),
-      h('td', {}, h('code', {}, attempt.context)),
+      h('td', {}, idChip(attempt.location)),
+      h('td', {}, idChip(attempt.context)),
       h('td', {}, attempt.data.source_type === 'session' ? ['launch of ', person(ctx, attempt.data.source_id)] : 'API key'),
       h('td', {}, attempt.data.error),
     )));
+  labelCells(byId('history'));
   byId('history-empty').hidden = body.childElementCount > 0;
   byId('history-more').hidden = historyCursor === null;
 }

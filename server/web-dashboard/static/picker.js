@@ -1,6 +1,6 @@
 // The picker as the instructor sees it (openapi/dashboard/schemas/Picker.yaml): the tool's message first,
 // the top-level locations, then the groups, collapsed, each with the count of distinct locations below it.
-import { badge, h } from './dom.js';
+import { badge, h, localTime } from './dom.js';
 
 export function renderPicker(container, picker, onPlace) {
   const parts = [];
@@ -10,7 +10,7 @@ export function renderPicker(container, picker, onPlace) {
   }
   if (picker.locations.length > 0) parts.push(locationList(picker.locations, onPlace));
   for (const group of picker.groups) parts.push(groupOf(group, 1, onPlace));
-  parts.push(h('p', { class: 'muted' }, `Fetched ${picker.fetched}.`));
+  parts.push(h('p', { class: 'muted' }, 'Fetched ', localTime(picker.fetched), '.'));
   container.replaceChildren(...parts);
   container.hidden = false;
 }

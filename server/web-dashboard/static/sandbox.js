@@ -1,7 +1,7 @@
 // The Sandbox tab: the trial course and its copies, the picker, placements, launches as any trial user,
 // copying the trial course and the reset. Every action is one call of the dashboard API.
 import { api, appPath, detailOf } from './api.js';
-import { badge, busy, byId, h, say } from './dom.js';
+import { badge, busy, byId, h, idChip, labelCells, localTime, say } from './dom.js';
 import { renderPicker } from './picker.js';
 
 /** SandboxRole, in the order the spec lists the trial users. */
@@ -25,7 +25,33 @@ export function fillCourseSelect(select, sandbox, context) {
   select.value = courses.some((course) => course.context === context) ? context : sandbox.context;
 }
 
+/** While a placement or the course waits for the tool, the Sandbox is read again so its labels follow. */
+const POLL_MS = 1500;
+let pollTimer = null;
+
+export function stopPolling() {
+  if (pollTimer !== null) clearTimeout(pollTimer);
+  pollTimer = null;
+}
+
+function waiting(sandbox, context) {
+  const course = coursesOf(sandbox).find((c) => c.context === context);
+  const level = course?.parent_context === null ? sandbox.provisioning : course?.provisioning;
+  return level === 'pending' || sandbox.placements.some((p) => p.context_id === context && (p.provisioning.context === 'pending' || p.provisioning.location === 'pending'));
+}
+
+function pollWhileWaiting(ctx) {
+  stopPolling();
+  if (ctx.sandbox === null || !waiting(ctx.sandbox, ctx.context)) return;
+  const appId = ctx.appId;
+  pollTimer = setTimeout(() => {
+    pollTimer = null;
+    if (ctx.appId === appId && ctx.tab === 'sandbox' && !byId('tool').hidden) void loadSandbox(ctx);
+  }, POLL_MS);
+}
+
 export async function loadSandbox(ctx) {
+  stopPolling();
   const error = byId('sandbox-error');
   say(error, null);
   try {
@@ -38,6 +64,7 @@ export async function loadSandbox(ctx) {
   }
   if (!coursesOf(ctx.sandbox).some((course) => course.context === ctx.context)) ctx.context = ctx.sandbox.context;
   renderSandbox(ctx);
+  pollWhileWaiting(ctx);
 }
 
 function renderSandbox(ctx) {
@@ -57,15 +84,16 @@ function renderSandbox(ctx) {
   const provisioning = course.parent_context === null ? sandbox.provisioning : course.provisioning;
   byId('sandbox-summary').replaceChildren(
     h('p', {},
-      'Course ', h('code', {}, course.context), ' in ', sandbox.organization.title, '. Course level: ',
+      'Course ', idChip(course.context), ' in ', sandbox.organization.title, '. Course level: ',
       provisioning === null ? 'not provisioned yet' : badge(provisioning),
-      sandbox.last_reset === null ? null : `. Last reset ${sandbox.last_reset}.`),
+      sandbox.last_reset === null ? null : ['. Last reset ', localTime(sandbox.last_reset), '.']),
   );
   renderPlacements(ctx, sandbox.placements.filter((p) => p.context_id === ctx.context), course.users);
   byId('trial-users').tBodies[0].replaceChildren(...ROLES.map((role) => {
     const user = course.users[role];
-    return h('tr', {}, h('td', {}, role), h('td', {}, user.full_name), h('td', {}, h('code', {}, user.user_id)), h('td', {}, h('code', {}, user.member_id)));
+    return h('tr', {}, h('td', {}, role), h('td', {}, user.full_name), h('td', {}, idChip(user.user_id)), h('td', {}, idChip(user.member_id)));
   }));
+  labelCells(byId('trial-users'));
 }
 
 function renderPlacements(ctx, placements, users) {
@@ -82,9 +110,10 @@ function renderPlacements(ctx, placements, users) {
       h('td', {}, placement.location.type),
       h('td', {}, placement.location.points === null ? '' : String(placement.location.points)),
       h('td', {}, 'course ', badge(p.context), ' location ', badge(p.location), p.error === null ? null : h('div', { class: 'error' }, p.error)),
-      h('td', {}, as, ' ', launchButton),
+      h('td', { class: 'launch' }, as, ' ', launchButton),
     );
   }));
+  labelCells(byId('placements'));
 }
 
 /**
@@ -107,7 +136,7 @@ function launch(ctx, placement, role, button) {
         say(status, null);
         status.replaceChildren('Your browser blocked the new window: ',
           h('a', { href: ticket.launch_url, target: '_blank', rel: 'noopener noreferrer' }, `open ${placement.location.label} as ${role}`),
-          ` (usable once, until ${ticket.expires}).`);
+          ' (usable once, until ', localTime(ticket.expires), ').');
         status.hidden = false;
       }
     } catch (err) {
@@ -128,6 +157,7 @@ export function wireSandbox(ctx) {
     picker.hidden = true;
     say(pickerError, null);
     renderSandbox(ctx);
+    pollWhileWaiting(ctx);
   });
 
   const place = (location, button) => {
@@ -135,8 +165,8 @@ export function wireSandbox(ctx) {
       say(pickerError, null);
       try {
         const placement = await api('POST', `${appPath(ctx.appId)}/sandbox/placements`, { body: { extid: location.extid, context_id: ctx.context } });
-        const p = placement.provisioning;
-        say(status, `Placed ${placement.location.label}: course ${p.context}, location ${p.location}${p.error === null ? '' : ` (${p.error})`}.`);
+        // Its provisioning is shown in the placements table, which follows it until it settles.
+        say(status, `Placed ${placement.location.label}.`);
         await loadSandbox(ctx);
       } catch (err) {
         say(pickerError, detailOf(err));

@@ -1,7 +1,7 @@
 // The tool list, registration, and a tool's header: status, the platform team's activate and suspend,
 // and API key rotation. A key (at registration or rotation) is shown once and kept nowhere.
 import { api, appPath, detailOf } from './api.js';
-import { badge, busy, byId, h, say } from './dom.js';
+import { badge, busy, byId, h, idChip, say } from './dom.js';
 
 /** ContractVersion in openapi/dashboard/schemas/ContractVersion.yaml, current first. */
 export const CONTRACT_VERSIONS = ['2026-09-21', '2026-08-25', '2026-08-19'];
@@ -77,13 +77,16 @@ export function renderToolHead(ctx, tool) {
   const status = byId('tool-status');
   status.className = `badge ${tool.status}`;
   status.textContent = tool.status;
-  byId('tool-id').textContent = tool.id;
+  const id = byId('tool-id');
+  id.setAttribute('data-id', tool.id);
+  id.replaceChildren(idChip(tool.id));
   byId('tool-hosting').textContent = tool.hosting === 'hosted' ? 'hosted' : 'self-hosted';
   byId('tool-key-hint').textContent = tool.api_key_hint ?? 'none (hosted)';
   byId('tool-contract').textContent = tool.contract_version;
   const platform = ctx.identity.kind === 'platform';
+  // Only the moves the tool's status allows: a draft or suspended tool can be activated, an active one suspended.
   byId('activate').hidden = !platform || tool.status === 'active';
-  byId('suspend').hidden = !platform || tool.status === 'suspended';
+  byId('suspend').hidden = !platform || tool.status !== 'active';
   byId('rotate-key').hidden = tool.hosting !== 'self_hosted';
   byId('rotate-confirm').hidden = true;
 }

@@ -1,0 +1,43 @@
+# The Tool Integration Service as a container (README "Running in a container").
+#
+#   docker build -t tis .
+#   docker run -p 3000:3000 -v tis-data:/data -e PUBLIC_URL=https://tis.example.edu tis
+#
+# Three stages: `build` compiles with the dev dependencies (TypeScript), `runtime-deps` installs only the
+# runtime dependencies (`npm ci --omit=dev`; build tools are there only for better-sqlite3 should no
+# prebuilt binary fit), and the final image holds package.json, dist/ and those node_modules, run as the
+# unprivileged `node` user.
+
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci
+COPY . .
+RUN npm run build
+
+FROM node:20-bookworm-slim AS runtime-deps
+WORKDIR /app
+RUN apt-get update \
+  && apt-get install -y --no-install-recommends python3 make g++ \
+  && rm -rf /var/lib/apt/lists/*
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev && npm cache clean --force
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=3000 \
+    DATA_DIR=/data
+WORKDIR /app
+COPY --from=runtime-deps /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY package.json ./
+RUN mkdir -p /data && chown node:node /data
+USER node
+VOLUME ["/data"]
+EXPOSE 3000
+# /healthz answers 200 while the store answers, 503 while shutting down or when the database does not.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/healthz').then((r)=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+# What `npm start` runs, without npm in between: node is PID 1 and gets `docker stop`'s SIGTERM itself.
+CMD ["node", "dist/server/main.js"]

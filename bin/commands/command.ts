@@ -1,0 +1,109 @@
+/**
+ * What a `tis` command is, and the few helpers every command module shares. A module exports
+ * `commands: Command[]` and is registered by one line in `index.ts`; `bin/tis.ts` parses the command line
+ * against the command's own options, prints its help from the same declarations, and hands it a client.
+ */
+import type { DashboardClient, DashboardComponents } from '../../client/index.js';
+
+export type Schemas = DashboardComponents['schemas'];
+
+export interface Io {
+  out(line: string): void;
+  err(line: string): void;
+}
+
+export interface OptionSpec {
+  type: 'string' | 'boolean';
+  /** The placeholder shown in help, e.g. `<url>`; absent for a boolean. */
+  value?: string;
+  description: string;
+}
+
+export interface CommandContext {
+  client: DashboardClient;
+  /** Positional arguments by the names the command declares. */
+  args: Readonly<Record<string, string>>;
+  /** Options by name (`callback-url`), only those given. */
+  values: Readonly<Record<string, string | boolean | undefined>>;
+  json: boolean;
+  io: Io;
+}
+
+export interface Command {
+  /** One or more words: `register`, `tools list`, `sandbox place`. */
+  name: string;
+  /** Other names it answers to (kept for command lines written before a rename). */
+  aliases?: readonly string[];
+  summary: string;
+  /** Who may run it, for the help: a builder's token, the platform team's, or either. */
+  token: 'builder' | 'platform' | 'any';
+  args?: readonly string[];
+  options?: Readonly<Record<string, OptionSpec>>;
+  run(ctx: CommandContext): Promise<void>;
+}
+
+/** A wrong command line: exit 2 with the message. */
+export class UsageError extends Error {}
+
+/** The service's refusal, as the API worded it: exit 1. */
+export class ApiRefusal extends Error {
+  constructor(
+    readonly status: number,
+    readonly detail: string,
+  ) {
+    super(detail);
+  }
+}
+
+/** The answer's data, or the API's refusal thrown. */
+export function check<T>(result: { data?: T; error?: { status: number; detail: string } }): T {
+  if (result.error) throw new ApiRefusal(result.error.status, result.error.detail);
+  return result.data as T;
+}
+
+/** Prints the API's JSON with `--json`, else the command's text lines. */
+export function show(ctx: CommandContext, data: unknown, text: () => readonly string[]): void {
+  if (ctx.json) {
+    ctx.io.out(JSON.stringify(data, null, 2));
+    return;
+  }
+  for (const line of text()) ctx.io.out(line);
+}
+
+/** A string option, checked against the spec's enum values when given. */
+export function oneOf<T extends string>(value: string | boolean | undefined, option: string, allowed: readonly T[]): T | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || !allowed.includes(value as T)) throw new UsageError(`--${option} must be one of ${allowed.join(', ')}`);
+  return value as T;
+}
+
+export function stringOption(ctx: CommandContext, name: string): string | undefined {
+  const value = ctx.values[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** `--limit` and `--cursor`, for the list commands. */
+export const PAGE_OPTIONS: Readonly<Record<string, OptionSpec>> = {
+  limit: { type: 'string', value: '<n>', description: 'Entries per page, 1 to 100 (default 20).' },
+  cursor: { type: 'string', value: '<cursor>', description: 'The page after the one that printed this cursor.' },
+};
+
+export function pageQuery(ctx: CommandContext): { limit?: number; cursor?: string } {
+  const limit = stringOption(ctx, 'limit');
+  const cursor = stringOption(ctx, 'cursor');
+  if (limit !== undefined && !/^\d+$/.test(limit)) throw new UsageError('--limit must be a whole number');
+  return { ...(limit !== undefined ? { limit: Number(limit) } : {}), ...(cursor !== undefined ? { cursor } : {}) };
+}
+
+/** Tells where the next page is, on stderr so stdout stays the list. */
+export function morePages(ctx: CommandContext, nextCursor: string | null): void {
+  if (nextCursor !== null && !ctx.json) ctx.io.err(`More: repeat with --cursor ${nextCursor}`);
+}
+
+/** A fixed-width table, for people reading a terminal. */
+export function table(header: readonly string[], rows: ReadonlyArray<readonly string[]>): string[] {
+  if (rows.length === 0) return ['(none)'];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: readonly string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ');
+  return [line(header), ...rows.map(line)];
+}

@@ -1,0 +1,48 @@
+/**
+ * The Dockerfile, checked as far as a machine without Docker can (issue 17 §3): multi-stage, the runtime
+ * dependencies from `npm ci --omit=dev`, the build from `npm run build`, a non-root user, a health check on
+ * /healthz, and a command that is what `npm start` runs. start.test.ts runs that very layout (package.json,
+ * dist/ from the same build script, node_modules) and stops it with SIGTERM.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { REPO_ROOT } from '../e2e/support.ts';
+
+const dockerfile = readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8');
+/** Instructions, continuation lines joined, comments dropped. */
+const instructions = dockerfile
+  .replace(/\\\n\s*/g, ' ')
+  .split('\n')
+  .map((l) => l.trim())
+  .filter((l) => l !== '' && !l.startsWith('#'));
+const stages: string[][] = [];
+for (const line of instructions) {
+  if (line.startsWith('FROM ')) stages.push([]);
+  stages.at(-1)?.push(line);
+}
+const final = stages.at(-1) ?? [];
+
+describe('Dockerfile', () => {
+  it('builds in one stage and runs the build on runtime dependencies only, as a non-root user', () => {
+    expect(stages.length).toBeGreaterThanOrEqual(2);
+    expect(instructions).toContain('RUN npm run build');
+    expect(instructions.some((l) => /^RUN npm ci --omit=dev\b/.test(l))).toBe(true);
+    expect(final).toContain('COPY --from=build /app/dist ./dist');
+    expect(final.some((l) => /^COPY --from=\S+ \/app\/node_modules \.\/node_modules$/.test(l))).toBe(true);
+    const user = final.filter((l) => l.startsWith('USER ')).at(-1);
+    expect(user).toBeDefined();
+    expect(user).not.toMatch(/^USER (root|0)(:|$)/);
+    expect(final.some((l) => l.startsWith('HEALTHCHECK ') && l.includes('/healthz'))).toBe(true);
+  });
+
+  it('runs what `npm start` runs, and the build script it calls exists', () => {
+    const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    const cmd = final.find((l) => l.startsWith('CMD '));
+    const argv = JSON.parse(cmd?.slice(4) ?? '[]') as string[];
+    expect(`exec ${argv.join(' ')}`).toBe(pkg.scripts['start']);
+    expect(pkg.scripts['build']).toBe('node scripts/build.mjs');
+    const ignored = readFileSync(join(REPO_ROOT, '.dockerignore'), 'utf8').split('\n');
+    for (const path of ['node_modules', 'dist', 'data']) expect(ignored).toContain(path);
+  });
+});

@@ -1,0 +1,128 @@
+/**
+ * `npm start` as production runs it (issue 17 §3): the built JavaScript of `npm run build` in a directory laid
+ * out like an install (package.json, dist/, node_modules), no tsx; every package the built code imports is a
+ * runtime dependency, so `npm ci --omit=dev` is enough; and SIGTERM sent to the npm process itself (what a
+ * process supervisor or `docker stop` does) stops the service gracefully: the node process is gone and its
+ * shutdown was logged.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REPO_ROOT } from '../e2e/support.ts';
+
+let install: string;
+
+beforeAll(() => {
+  install = mkdtempSync(join(tmpdir(), 'tis-install-'));
+  execFileSync(process.execPath, ['scripts/build.mjs', '--out-dir', join(install, 'dist')], { cwd: REPO_ROOT, stdio: 'pipe' });
+  copyFileSync(join(REPO_ROOT, 'package.json'), join(install, 'package.json'));
+  symlinkSync(join(REPO_ROOT, 'node_modules'), join(install, 'node_modules'));
+}, 300_000);
+afterAll(() => {
+  if (install) rmSync(install, { recursive: true, force: true });
+});
+
+function jsFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return jsFiles(path);
+    return entry.name.endsWith('.js') ? [path] : [];
+  });
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The PIDs whose parent is `pid` (Linux /proc). */
+function childrenOf(pid: number): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((name) => {
+      try {
+        return Number(readFileSync(`/proc/${name}/stat`, 'utf8').split(') ')[1]?.split(' ')[1]) === pid;
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+describe('npm start', () => {
+  it('runs only runtime dependencies: every package the built code imports is in "dependencies"', () => {
+    const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; scripts: Record<string, string> };
+    expect(pkg.scripts['start']).toBe('exec node dist/server/main.js');
+    const builtins = new Set(builtinModules);
+    const imported = new Set<string>();
+    for (const file of jsFiles(join(install, 'dist'))) {
+      const source = readFileSync(file, 'utf8');
+      const statements = [
+        ...source.matchAll(/^\s*(?:import|export)\b[^;]*?\sfrom\s+['"]([^'"]+)['"]/gm),
+        ...source.matchAll(/^\s*import\s+['"]([^'"]+)['"]/gm),
+        ...source.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g),
+      ];
+      for (const match of statements) {
+        const specifier = match[1] ?? '';
+        if (specifier.startsWith('.')) continue;
+        if (specifier.startsWith('node:') || builtins.has(specifier)) continue;
+        imported.add(specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : (specifier.split('/')[0] ?? ''));
+      }
+    }
+    expect(imported.size).toBeGreaterThan(3);
+    for (const name of imported) expect(Object.keys(pkg.dependencies), `${name} is imported by dist/ but is not a runtime dependency`).toContain(name);
+    expect(imported).toContain('pino');
+  });
+
+  it('serves from dist/, and SIGTERM to the npm process stops node gracefully', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'tis-start-'));
+    const npm = spawn('npm', ['start'], {
+      cwd: install,
+      env: { PATH: process.env['PATH'] ?? '', DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    npm.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    npm.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => npm.on('exit', (code) => resolve(code)));
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no listening line in:\n${output}`)), 90_000);
+        const poll = setInterval(() => {
+          const match = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
+          if (match?.[1]) {
+            clearTimeout(timer);
+            clearInterval(poll);
+            resolve(match[1]);
+          }
+        }, 100);
+      });
+      // The node process npm started runs the built JavaScript, with no tsx loader.
+      const nodes = childrenOf(npm.pid ?? -1);
+      expect(nodes).toHaveLength(1);
+      const node = nodes[0] ?? -1;
+      const cmdline = readFileSync(`/proc/${node}/cmdline`, 'utf8').split('\0').filter(Boolean);
+      expect(cmdline.slice(1)).toEqual(['dist/server/main.js']);
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
+      expect((await fetch(`${url}/dashboard/`)).status).toBe(200);
+
+      npm.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      for (let i = 0; i < 50 && alive(node); i += 1) await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(alive(node), 'the node process outlived npm').toBe(false);
+      const lines = output.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg: string; signal?: string });
+      expect(lines.some((l) => l.msg === 'signal received; shutting down' && l.signal === 'SIGTERM')).toBe(true);
+      expect(lines.at(-1)?.msg).toBe('stopped');
+    } finally {
+      if (npm.exitCode === null) npm.kill('SIGKILL');
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 180_000);
+});
