@@ -24,6 +24,7 @@ import { LaunchGradesRepo } from './repos/grades.js';
 import { LaunchesRepo } from './repos/launches.js';
 import { LocationsRepo } from './repos/locations.js';
 import { PickerAnswersRepo } from './repos/picker-answers.js';
+import { LtiRepo } from './repos/lti.js';
 import { PlacementsRepo } from './repos/placements.js';
 import { ProvisioningRepo } from './repos/provisioning.js';
 import { RowsRepo } from './repos/rows.js';
@@ -58,6 +59,7 @@ export interface Repositories {
   gradebook: GradebookRepo;
   sandboxLms: SandboxLmsRepo;
   pickerAnswers: PickerAnswersRepo;
+  lti: LtiRepo;
 }
 
 export interface Store extends Repositories {
@@ -126,6 +128,7 @@ export function createRepositories(db: Driver, clock: Clock = systemClock): Repo
     gradebook: new GradebookRepo(ctx),
     sandboxLms: new SandboxLmsRepo(ctx),
     pickerAnswers: new PickerAnswersRepo(ctx),
+    lti: new LtiRepo(ctx),
   };
 }
 
@@ -211,6 +214,7 @@ export * from './repos/grades.js';
 export * from './repos/launches.js';
 export * from './repos/locations.js';
 export * from './repos/picker-answers.js';
+export * from './repos/lti.js';
 export * from './repos/placements.js';
 export * from './repos/provisioning.js';
 export * from './repos/rows.js';
