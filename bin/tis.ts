@@ -10,6 +10,7 @@ import { readFileSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createDashboardClient } from '../client/index.js';
+import { LMS_USAGE, runLms } from './commands/lms.js';
 import type { DashboardClient, DashboardComponents } from '../client/index.js';
 
 type Schemas = DashboardComponents['schemas'];
@@ -41,6 +42,7 @@ Commands:
       Print a Sandbox launch URL for a placement, as a trial user: instructor,
       assistant, manager, student_1 (default) or student_2. Open it in a
       browser within 120 seconds; it works once.
+${LMS_USAGE}
 
 Options:
   --url <origin>        The service's origin (default: $TIS_URL).
@@ -180,6 +182,7 @@ async function runCommand(command: string, args: string[], values: Values, clien
 
 /** Runs one command line; answers the exit status. */
 export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, io: Io): Promise<number> {
+  if (argv[0] === 'lms') return runLms(argv.slice(1), env, io);
   try {
     let parsed;
     try {

@@ -172,6 +172,41 @@ export const operations = {
     security: [['builderToken'], ['platformToken']],
     tag: 'Sandbox',
   },
+  listLmsRegistrations: {
+    id: 'listLmsRegistrations',
+    method: 'GET',
+    path: '/dashboard/v1/lms',
+    security: [['platformToken']],
+    tag: 'LMS registrations',
+  },
+  addLmsRegistration: {
+    id: 'addLmsRegistration',
+    method: 'POST',
+    path: '/dashboard/v1/lms',
+    security: [['platformToken']],
+    tag: 'LMS registrations',
+  },
+  getLmsRegistration: {
+    id: 'getLmsRegistration',
+    method: 'GET',
+    path: '/dashboard/v1/lms/{registration_id}',
+    security: [['platformToken']],
+    tag: 'LMS registrations',
+  },
+  activateLmsRegistration: {
+    id: 'activateLmsRegistration',
+    method: 'POST',
+    path: '/dashboard/v1/lms/{registration_id}/activate',
+    security: [['platformToken']],
+    tag: 'LMS registrations',
+  },
+  deactivateLmsRegistration: {
+    id: 'deactivateLmsRegistration',
+    method: 'POST',
+    path: '/dashboard/v1/lms/{registration_id}/deactivate',
+    security: [['platformToken']],
+    tag: 'LMS registrations',
+  },
   openLaunchPage: {
     id: 'openLaunchPage',
     method: 'GET',
@@ -344,6 +379,31 @@ export type ResetSandboxResponses = OperationTypes['resetSandbox']['responses'];
 export type GetSandboxGradebookParams = OperationTypes['getSandboxGradebook']['parameters'];
 export type GetSandboxGradebookBody = never;
 export type GetSandboxGradebookResponses = OperationTypes['getSandboxGradebook']['responses'];
+
+/** GET /dashboard/v1/lms: List the LMS registrations */
+export type ListLmsRegistrationsParams = OperationTypes['listLmsRegistrations']['parameters'];
+export type ListLmsRegistrationsBody = never;
+export type ListLmsRegistrationsResponses = OperationTypes['listLmsRegistrations']['responses'];
+
+/** POST /dashboard/v1/lms: Register an LMS by hand */
+export type AddLmsRegistrationParams = OperationTypes['addLmsRegistration']['parameters'];
+export type AddLmsRegistrationBody = NonNullable<OperationTypes['addLmsRegistration']['requestBody']>['content']['application/json'];
+export type AddLmsRegistrationResponses = OperationTypes['addLmsRegistration']['responses'];
+
+/** GET /dashboard/v1/lms/{registration_id}: Show an LMS registration */
+export type GetLmsRegistrationParams = OperationTypes['getLmsRegistration']['parameters'];
+export type GetLmsRegistrationBody = never;
+export type GetLmsRegistrationResponses = OperationTypes['getLmsRegistration']['responses'];
+
+/** POST /dashboard/v1/lms/{registration_id}/activate: Activate an LMS registration */
+export type ActivateLmsRegistrationParams = OperationTypes['activateLmsRegistration']['parameters'];
+export type ActivateLmsRegistrationBody = never;
+export type ActivateLmsRegistrationResponses = OperationTypes['activateLmsRegistration']['responses'];
+
+/** POST /dashboard/v1/lms/{registration_id}/deactivate: Deactivate an LMS registration */
+export type DeactivateLmsRegistrationParams = OperationTypes['deactivateLmsRegistration']['parameters'];
+export type DeactivateLmsRegistrationBody = never;
+export type DeactivateLmsRegistrationResponses = OperationTypes['deactivateLmsRegistration']['responses'];
 
 /** GET /launch/{ticket}: Hand the browser over to the tool */
 export type OpenLaunchPageParams = OperationTypes['openLaunchPage']['parameters'];

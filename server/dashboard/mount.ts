@@ -22,6 +22,7 @@ import { loadBundledSpec } from '../http/spec.js';
 import type { SandboxLmsOperationId } from '../sandbox-lms/handlers.js';
 import { appHandlers } from './apps.js';
 import { sandboxHandlers } from './sandbox.js';
+import { lmsRegistrationHandlers } from '../lti/dashboard.js';
 import { dashboardValidationRules } from './validation.js';
 
 export const DASHBOARD_PATH = '/dashboard/v1';
@@ -30,7 +31,7 @@ export const DASHBOARD_PATH = '/dashboard/v1';
 export type DashboardOperationId = Exclude<keyof operations, 'openLaunchPage' | SandboxLmsOperationId>;
 
 /** Complete by type: a missing or an extra handler is a compile error. */
-export const dashboardHandlers: Handlers<Pick<operations, DashboardOperationId>> = { ...appHandlers, ...sandboxHandlers };
+export const dashboardHandlers: Handlers<Pick<operations, DashboardOperationId>> = { ...appHandlers, ...sandboxHandlers, ...lmsRegistrationHandlers };
 
 type SpecObject = Record<string, unknown>;
 
