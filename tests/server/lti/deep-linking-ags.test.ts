@@ -220,6 +220,38 @@ describe('launching the placed link, and grades', () => {
     expect(lms.scores.length).toBe(before);
   });
 
+  it('archived launch-keyed grades (2026-08-25) of a real-LMS launch reach the LMS', async () => {
+    const pinned = await createTool(server, { name: 'Archived Quiz', contractVersion: '2026-08-25' });
+    await setUrls(server, pinned.app.id, { callbackUrl: toolServer.url('/launch') });
+    const org = await server.services.store.organizations.find(lms.issuer, lms.clientId, lms.deploymentId);
+    const context = await server.services.store.contexts.findByExternal(org?.id ?? '', CONTEXT);
+    const [location] = await server.services.store.locations.syncServed(pinned.app.id, [{ extid: 'final', type: 'assessment', label: 'Final', points: 10 }]);
+    const placement = await server.services.launches.place({
+      appId: pinned.app.id,
+      contextId: context?.id ?? '',
+      locationId: location?.id ?? '',
+      lineItem: false,
+    });
+    const launched = await launchLink({
+      sub: 'student-9',
+      roles: [ROLES.learner],
+      resourceLinkId: 'rl-archived',
+      custom: { tis_placement: placement.resourceLink },
+      lineItem: lms.urls.lineItem(9),
+    });
+    expect(launched.status).toBe(200);
+    const claims = launched.claims as { launch_id: string; grade_passback: boolean };
+    expect(claims.grade_passback).toBe(true);
+    const res = await fetch(`${server.url}/v1/grades`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${pinned.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ launch_id: claims.launch_id, score: 0.7 }),
+    });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ sync_status: 'synced', score: 0.7 });
+    expect(lms.scores.at(-1)).toMatchObject({ lineItem: '/lineitems/9?type_id=1', score: { userId: 'student-9', scoreGiven: 7 } });
+  });
+
   it('a course copy: the copied link names the old course\'s placement; the copy provisions with parent_context and parent_location', async () => {
     toolServer.route('/provision', answer.provisioning());
     await setUrls(server, tool.app.id, { provisionUrl: toolServer.url('/provision') });

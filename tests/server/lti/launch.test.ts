@@ -233,6 +233,67 @@ describe('resource link launch', () => {
   });
 });
 
+describe('an instructor sets up an unknown link, and platform storage', () => {
+  it('the instructor\'s choice binds the LMS link to the placed location and launches it; the next launch of the link opens it', async () => {
+    const picker = await startToolServer();
+    picker.route('/locations', (_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ locations: { 'lab-1': { type: 'content', label: 'Lab 1' } } }));
+    });
+    await setUrls(server, tool.app.id, { locationsUrl: picker.url('/locations') });
+    try {
+      const contextId = `course-setup-${Date.now()}`;
+      const started = await login(server, canvas);
+      const idToken = await canvas.idToken(canvas.resourceLinkClaims({ nonce: started.nonce, sub: 'teacher-7', roles: [ROLES.instructor], contextId, resourceLinkId: 'rl-setup' }));
+      const toolsHtml = await (await postIdToken(server, idToken, started.state, started.cookie)).text();
+      const key = /name="key" value="([^"]+)"/.exec(toolsHtml)?.[1] ?? '';
+      const post = (fields: Array<[string, string]>): Promise<Response> =>
+        fetch(`${server.url}/lti/deep-linking`, { method: 'POST', redirect: 'manual', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() });
+      expect(await (await post([['key', key], ['app', tool.app.id]])).text()).toContain('Lab 1');
+      const chosen = await post([['key', key], ['app', tool.app.id], ['confirm', '1'], ['extid', 'lab-1']]);
+      expect(chosen.status).toBe(303);
+      expect(chosen.headers.get('location')).toMatch(new RegExp(`^${server.url}/launch/`));
+      // A student's launch of the same LMS link now opens the placement.
+      const again = await login(server, canvas);
+      const studentToken = await canvas.idToken(canvas.resourceLinkClaims({ nonce: again.nonce, sub: 'student-7', roles: [ROLES.learner], contextId, resourceLinkId: 'rl-setup' }));
+      const res = await postIdToken(server, studentToken, again.state, again.cookie);
+      expect(res.status).toBe(303);
+    } finally {
+      await setUrls(server, tool.app.id, { locationsUrl: null });
+      await picker.close();
+    }
+  });
+
+  it('with lti_storage_target: the login stores the state in the platform frame, and a launch without the cookie asks it back', async () => {
+    const contextId = 'course-storage';
+    const placed = await placeLocation(server, {
+      app: tool.app.id,
+      organization: { issuer: canvas.issuer, client: canvas.clientId, deployment: canvas.deploymentId, title: 'x' },
+      course: { externalId: contextId },
+    });
+    const params = new URLSearchParams({ iss: canvas.issuer, client_id: canvas.clientId, login_hint: 'h', target_link_uri: `${server.url}/lti/launch`, lti_storage_target: 'post_message_forwarding' });
+    const page = await fetch(`${server.url}/lti/login?${params.toString()}`, { redirect: 'manual' });
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain("subject: 'lti.put_data'");
+    const auth = new URL(JSON.parse(/var auth = ("[^"]+")/.exec(html)?.[1] ?? '""') as string);
+    const state = auth.searchParams.get('state') ?? '';
+    const nonce = auth.searchParams.get('nonce') ?? '';
+    const idToken = await canvas.idToken(canvas.resourceLinkClaims({ nonce, sub: 'storage-user', roles: [ROLES.learner], contextId, custom: { tis_placement: placed.placement.resourceLink } }));
+    // No cookie (a browser that blocks third-party cookies): the page asks the platform frame.
+    const ask = await postIdToken(server, idToken, state, null);
+    expect(ask.status).toBe(200);
+    expect(await ask.text()).toContain("subject: 'lti.get_data'");
+    // The page posts again with what the frame answered.
+    const wrong = await fetch(`${server.url}/lti/launch`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ id_token: idToken, state, lti_storage_value: 'not-the-state' }).toString(),
+    });
+    await expectRefusalPage(wrong, 400, idToken);
+  });
+});
+
 describe('refusals: a 4xx page, a log line, and no tool request', () => {
   let placedLink: string;
   const contextId = 'course-negative';
