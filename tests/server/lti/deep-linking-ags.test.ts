@@ -9,7 +9,7 @@ import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerManually } from '../../../server/lti/registration.js';
 import type { TestServer, Tool } from '../harness.js';
-import { createTool, startServer } from '../harness.js';
+import { createTool, startServer, TEST_STORE } from '../harness.js';
 import type { ToolServer } from '../outbound/fixtures.js';
 import { answer, setUrls, startToolServer } from '../outbound/fixtures.js';
 import type { LmsFixture } from './lms-fixture.js';
@@ -181,6 +181,28 @@ describe('launching the placed link, and grades', () => {
     expect(cell?.timestamp).toBe(latest.submitted);
     expect(cell?.scoreGiven).toBe(latest.score * 20);
     expect(lms.scores.filter((s) => s.status === 409)).toEqual([]);
+  });
+
+  it.runIf(TEST_STORE === 'postgres')('across two instances on one PostgreSQL database, a burst still reaches the LMS in submitted order', async () => {
+    const other = await startServer({ dataDir: server.dataDir, config: { allowLoopbackTools: true } });
+    try {
+      const path = new URL(submit).pathname;
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          fetch(`${i % 2 === 0 ? server.url : other.url}${path}`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${apiToken}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ score: (20 - i) / 20 }),
+          }).then((r) => r.json() as Promise<{ status: string; submitted: string; score: number }>),
+        ),
+      );
+      expect(results.filter((r) => r.status !== 'success')).toEqual([]);
+      const latest = results.reduce((a, b) => (a.submitted > b.submitted ? a : b));
+      expect(lms.gradebook.get('/lineitems/5?type_id=1\nstudent-1')?.timestamp).toBe(latest.submitted);
+      expect(lms.scores.filter((x) => x.status === 409)).toEqual([]);
+    } finally {
+      await other.stop();
+    }
   });
 
   it('max_score without the LMS line-item scope is a failed attempt saying so', async () => {

@@ -49,6 +49,14 @@ export interface LmsFixture {
   deepLinkingClaims(input: LaunchInput & { data?: string; returnUrl?: string }): Record<string, unknown>;
   /** The service's JWKS URL the token endpoint verifies assertions with. */
   setServiceJwks(url: string): void;
+  /**
+   * Browser pages, for tests in Chromium: `/course?launch=<hint>` posts the login initiation to `loginUrl`;
+   * the auth endpoint (GET, as the browser follows the service's redirect) signs the id_token that
+   * `browserClaims` makes for the hint and form-posts it to the redirect URI; `/deep_linking_return` takes
+   * the Deep Linking response.
+   */
+  browser: { loginUrl: string; targetLinkUri: string; claims: ((hint: string, nonce: string) => Record<string, unknown>) | null };
+  deepLinkingResponses: string[];
   /** What the registration endpoint answers (default 200 with client_id and deployment). */
   registration: { refuseToken: boolean; issuerOverride: string | null; body: Record<string, unknown> | null };
   /** Token endpoint behaviour. */
@@ -96,6 +104,14 @@ function read(req: IncomingMessage): Promise<string> {
   });
 }
 
+function escapeAttr(value: string): string {
+  return value.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+function html(res: ServerResponse, body: string): void {
+  res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' }).end(`<!DOCTYPE html><html><head><meta charset="utf-8"><title>LMS</title></head><body>${body}</body></html>`);
+}
+
 function json(res: ServerResponse, status: number, body: unknown, type = 'application/json'): void {
   res.writeHead(status, { 'Content-Type': type }).end(JSON.stringify(body));
 }
@@ -133,6 +149,8 @@ export async function startLms(family: LmsFamily): Promise<LmsFixture> {
     token: { grantLineItem: true, expiresIn: 3600 },
     scores,
     gradebook,
+    browser: { loginUrl: '', targetLinkUri: '', claims: null },
+    deepLinkingResponses: [],
     setServiceJwks: (url) => {
       serviceJwks = createRemoteJWKSet(new URL(url));
     },
@@ -245,6 +263,43 @@ export async function startLms(family: LmsFamily): Promise<LmsFixture> {
             deployment_id: deploymentId,
           },
         });
+        return;
+      }
+      if (url.pathname === '/course') {
+        const fields = {
+          iss: fixture.issuer,
+          login_hint: 'browser-user',
+          target_link_uri: fixture.browser.targetLinkUri,
+          lti_message_hint: url.searchParams.get('launch') ?? '',
+          client_id: clientId,
+          lti_deployment_id: deploymentId,
+        };
+        const inputs = Object.entries(fields).map(([n, v]) => `<input type="hidden" name="${n}" value="${escapeAttr(v)}">`).join('');
+        html(res, `<h1>Course page</h1><form id="f" method="post" action="${escapeAttr(fixture.browser.loginUrl)}">${inputs}<button type="submit">Open</button></form>`);
+        return;
+      }
+      if (url.pathname === paths.auth && req.method === 'GET') {
+        const make = fixture.browser.claims;
+        const nonce = url.searchParams.get('nonce') ?? '';
+        if (!make || url.searchParams.get('client_id') !== clientId) {
+          res.writeHead(400).end();
+          return;
+        }
+        const token = await fixture.idToken(make(url.searchParams.get('lti_message_hint') ?? '', nonce));
+        html(
+          res,
+          `<form id="f" method="post" action="${escapeAttr(url.searchParams.get('redirect_uri') ?? '')}">` +
+            `<input type="hidden" name="id_token" value="${escapeAttr(token)}"><input type="hidden" name="state" value="${escapeAttr(url.searchParams.get('state') ?? '')}"></form>` +
+            `<script>document.getElementById('f').submit()</script>`,
+        );
+        return;
+      }
+      if (url.pathname === '/deep_linking_return' && req.method === 'POST') {
+        const jwt = new URLSearchParams(body).get('JWT') ?? '';
+        fixture.deepLinkingResponses.push(jwt);
+        const payload = JSON.parse(Buffer.from(jwt.split('.')[1] ?? '', 'base64url').toString('utf8')) as Record<string, unknown>;
+        const items = (payload['https://purl.imsglobal.org/spec/lti-dl/claim/content_items'] as Array<{ title: string }> | undefined) ?? [];
+        html(res, `<h1>Content added</h1><ul>${items.map((i) => `<li>${escapeAttr(i.title)}</li>`).join('')}</ul>`);
         return;
       }
       if (url.pathname === paths.jwks) {
