@@ -5,6 +5,7 @@
  * burst of concurrent regrades reaching the gradebook in `submitted` order, no line item, and a course
  * copy found through the copied link.
  */
+import { request } from 'node:http';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerManually } from '../../../server/lti/registration.js';
@@ -52,6 +53,19 @@ afterAll(async () => {
   await lms?.close();
   await server?.stop();
 });
+
+function postJson(url: string, token: string, body: unknown): Promise<unknown> {
+  const data = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', agent: false, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(data)) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve(JSON.parse(Buffer.concat(chunks).toString('utf8'))));
+    });
+    req.on('error', reject);
+    req.end(data);
+  });
+}
 
 function hidden(html: string, name: string): string {
   return new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1] ?? '';
@@ -187,13 +201,10 @@ describe('launching the placed link, and grades', () => {
     const other = await startServer({ dataDir: server.dataDir, config: { allowLoopbackTools: true } });
     try {
       const path = new URL(submit).pathname;
+      // Fresh connections (no keep-alive pool shared with earlier tests), half to each instance.
       const results = await Promise.all(
         Array.from({ length: 20 }, (_, i) =>
-          fetch(`${i % 2 === 0 ? server.url : other.url}${path}`, {
-            method: 'POST',
-            headers: { authorization: `Bearer ${apiToken}`, 'content-type': 'application/json' },
-            body: JSON.stringify({ score: (20 - i) / 20 }),
-          }).then((r) => r.json() as Promise<{ status: string; submitted: string; score: number }>),
+          postJson(`${i % 2 === 0 ? server.url : other.url}${path}`, apiToken, { score: (20 - i) / 20 }) as Promise<{ status: string; submitted: string; score: number }>,
         ),
       );
       expect(results.filter((r) => r.status !== 'success')).toEqual([]);
