@@ -83,6 +83,7 @@ export function usage(): string {
     lines.push(`  ${synopsis(command)}`, `      ${command.summary} (${TOKENS[command.token]})`);
     for (const alias of command.aliases ?? []) lines.push(`  ${alias} ...`, `      The same as "${command.name}".`);
   }
+  lines.push('  lms list|show|activate|deactivate|add ...', '      LMS registrations (the platform team\'s token; see "tis lms --help").');
   lines.push('  files migrate [--from local|postgres] [--dry-run]', '      Copy stored files into the S3 bucket, on the store itself (see "tis files --help").');
   lines.push('', 'Options of every command:', ...globalOptionLines(), '');
   lines.push('"tis <command> --help" shows one command\'s options in full.');
@@ -129,6 +130,7 @@ export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, io: I
   // `tis files` works on the store itself, not through the dashboard API: its own options and usage, and
   // the service's modules loaded only for it (decision OBJ-08).
   if (argv[0] === 'files') return (await import('./commands/files.js')).runFiles(argv.slice(1), env, io);
+  if (argv[0] === 'lms') return (await import('./commands/lms.js')).runLms(argv.slice(1), env, io);
   try {
     let parsed;
     try {

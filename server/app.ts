@@ -29,6 +29,7 @@ import type { Services } from './http/services.js';
 import { dashboardPipeline, loadPlatformCredential } from './dashboard/index.js';
 import { createFileServices } from './files/index.js';
 import { launchPageRoute } from './launch-page/mount.js';
+import { createLtiServices, ltiPlatforms, ltiRoutes } from './lti/index.js';
 import { webDashboardRoute } from './web-dashboard/router.js';
 import { LaunchService } from './launches/service.js';
 import type { Connector } from './outbound/index.js';
@@ -162,6 +163,8 @@ export function createApp(services: Services, options: AppOptions = {}): Express
 
   // The browser launch page (L-08, S-10): HTML, authenticated by its ticket alone.
   app.use(launchPageRoute(services));
+  // The LMS-facing side (LTI-02): the service as an LTI 1.3 tool toward schools' LMSes.
+  app.use(ltiRoutes(services));
   // The web dashboard's static files under /dashboard/ (L-08); /dashboard/v1 passes through to the API.
   app.use(webDashboardRoute());
 
@@ -284,20 +287,22 @@ export async function buildServices(config: Config, options: BuildServicesOption
     clock,
   });
   const { blobs, files } = await createFileServices({ store, config, clock, log });
-  const publisher = createDefaultPublisher({
-    signer,
-    publicUrl: config.publicUrl,
-    ...(options.selfOrigin ? { sandboxTransportOrigin: options.selfOrigin } : {}),
-    clock,
-  });
   const outbound = createToolHttpClient({
     resolve: options.toolResolver ?? systemResolver,
     allowLoopback: config.allowLoopbackTools,
     ...(options.toolConnector ? { connect: options.toolConnector } : {}),
     log,
   });
+  const lti = createLtiServices({ outbound, clock });
+  const publisher = createDefaultPublisher({
+    signer,
+    publicUrl: config.publicUrl,
+    ...(options.selfOrigin ? { sandboxTransportOrigin: options.selfOrigin } : {}),
+    schools: ltiPlatforms(store, lti.lms),
+    clock,
+  });
   const platformCredential = loadPlatformCredential(config, log);
-  return { store, config, signer, clock, log, launches, blobs, files, publisher, outbound, platformCredential };
+  return { store, config, signer, clock, log, launches, blobs, files, publisher, outbound, platformCredential, lti };
 }
 
 export interface RunningService {

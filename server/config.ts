@@ -54,6 +54,8 @@ export interface Config {
   authFailuresPerAddress: number;
   /** `AUTH_FAILURES_PER_CREDENTIAL`: failed authentications naming one credential prefix per minute (H-05). */
   authFailuresPerCredential: number;
+  /** `LMS_AUTO_ACTIVATE`: an LMS registration is active on arrival instead of pending (decision LTI-05). */
+  lmsAutoActivate: boolean;
 }
 
 export class ConfigError extends Error {
@@ -157,6 +159,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
   if ((LOG_LEVELS as readonly string[]).includes(levelRaw)) logLevel = levelRaw as LogLevel;
   else problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(env['LOG_LEVEL'])}`);
   const allowLoopbackTools = parseBool('ALLOW_LOOPBACK_TOOLS', env['ALLOW_LOOPBACK_TOOLS'], false, problems);
+  const lmsAutoActivate = parseBool('LMS_AUTO_ACTIVATE', env['LMS_AUTO_ACTIVATE'], false, problems);
   const httpBodyLimitBytes = parseIntIn(
     'HTTP_BODY_LIMIT_BYTES',
     env['HTTP_BODY_LIMIT_BYTES'],
@@ -200,6 +203,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
     platformToken,
     authFailuresPerAddress,
     authFailuresPerCredential,
+    lmsAutoActivate,
   };
 }
 

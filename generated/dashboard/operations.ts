@@ -207,6 +207,41 @@ export const operations = {
     security: [['platformToken']],
     tag: 'Operators',
   },
+  listLmsRegistrations: {
+    id: 'listLmsRegistrations',
+    method: 'GET',
+    path: '/dashboard/v1/lms',
+    security: [['platformToken']],
+    tag: 'LMS registrations',
+  },
+  addLmsRegistration: {
+    id: 'addLmsRegistration',
+    method: 'POST',
+    path: '/dashboard/v1/lms',
+    security: [['platformToken']],
+    tag: 'LMS registrations',
+  },
+  getLmsRegistration: {
+    id: 'getLmsRegistration',
+    method: 'GET',
+    path: '/dashboard/v1/lms/{registration_id}',
+    security: [['platformToken']],
+    tag: 'LMS registrations',
+  },
+  activateLmsRegistration: {
+    id: 'activateLmsRegistration',
+    method: 'POST',
+    path: '/dashboard/v1/lms/{registration_id}/activate',
+    security: [['platformToken']],
+    tag: 'LMS registrations',
+  },
+  deactivateLmsRegistration: {
+    id: 'deactivateLmsRegistration',
+    method: 'POST',
+    path: '/dashboard/v1/lms/{registration_id}/deactivate',
+    security: [['platformToken']],
+    tag: 'LMS registrations',
+  },
   openLaunchPage: {
     id: 'openLaunchPage',
     method: 'GET',
@@ -404,6 +439,31 @@ export type RevokeOperatorResponses = OperationTypes['revokeOperator']['response
 export type ListAuditLogParams = OperationTypes['listAuditLog']['parameters'];
 export type ListAuditLogBody = never;
 export type ListAuditLogResponses = OperationTypes['listAuditLog']['responses'];
+
+/** GET /dashboard/v1/lms: List the LMS registrations */
+export type ListLmsRegistrationsParams = OperationTypes['listLmsRegistrations']['parameters'];
+export type ListLmsRegistrationsBody = never;
+export type ListLmsRegistrationsResponses = OperationTypes['listLmsRegistrations']['responses'];
+
+/** POST /dashboard/v1/lms: Register an LMS by hand */
+export type AddLmsRegistrationParams = OperationTypes['addLmsRegistration']['parameters'];
+export type AddLmsRegistrationBody = NonNullable<OperationTypes['addLmsRegistration']['requestBody']>['content']['application/json'];
+export type AddLmsRegistrationResponses = OperationTypes['addLmsRegistration']['responses'];
+
+/** GET /dashboard/v1/lms/{registration_id}: Show an LMS registration */
+export type GetLmsRegistrationParams = OperationTypes['getLmsRegistration']['parameters'];
+export type GetLmsRegistrationBody = never;
+export type GetLmsRegistrationResponses = OperationTypes['getLmsRegistration']['responses'];
+
+/** POST /dashboard/v1/lms/{registration_id}/activate: Activate an LMS registration */
+export type ActivateLmsRegistrationParams = OperationTypes['activateLmsRegistration']['parameters'];
+export type ActivateLmsRegistrationBody = never;
+export type ActivateLmsRegistrationResponses = OperationTypes['activateLmsRegistration']['responses'];
+
+/** POST /dashboard/v1/lms/{registration_id}/deactivate: Deactivate an LMS registration */
+export type DeactivateLmsRegistrationParams = OperationTypes['deactivateLmsRegistration']['parameters'];
+export type DeactivateLmsRegistrationBody = never;
+export type DeactivateLmsRegistrationResponses = OperationTypes['deactivateLmsRegistration']['responses'];
 
 /** GET /launch/{ticket}: Hand the browser over to the tool */
 export type OpenLaunchPageParams = OperationTypes['openLaunchPage']['parameters'];

@@ -660,6 +660,110 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/dashboard/v1/lms": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the LMS registrations
+         * @description Platform team only. Every school LMS that registered the service, oldest first (decision LTI-07).
+         */
+        get: operations["listLmsRegistrations"];
+        put?: never;
+        /**
+         * Register an LMS by hand
+         * @description Platform team only. For LMSes without Dynamic Registration (decision LTI-06). The registration arrives
+         *     `pending` (or `active` when the service runs with `LMS_AUTO_ACTIVATE=1`); registering an (issuer,
+         *     client_id) again answers 200 with the updated registration, its status kept.
+         */
+        post: operations["addLmsRegistration"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dashboard/v1/lms/{registration_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description An LMS registration's ID (`lreg_` prefix). Opaque; do not parse it (decision L-09).
+                 * @example lreg_5h8k1n4q7t0w3z6c9f2j5m8p1s
+                 */
+                registration_id: components["parameters"]["RegistrationId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Show an LMS registration
+         * @description Platform team only.
+         */
+        get: operations["getLmsRegistration"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dashboard/v1/lms/{registration_id}/activate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description An LMS registration's ID (`lreg_` prefix). Opaque; do not parse it (decision L-09).
+                 * @example lreg_5h8k1n4q7t0w3z6c9f2j5m8p1s
+                 */
+                registration_id: components["parameters"]["RegistrationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Activate an LMS registration
+         * @description Platform team only (decision LTI-07). Moves the registration to `active`: its LMS can log in, launch and receive grades. Repeating the call changes nothing and answers 200.
+         */
+        post: operations["activateLmsRegistration"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dashboard/v1/lms/{registration_id}/deactivate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description An LMS registration's ID (`lreg_` prefix). Opaque; do not parse it (decision L-09).
+                 * @example lreg_5h8k1n4q7t0w3z6c9f2j5m8p1s
+                 */
+                registration_id: components["parameters"]["RegistrationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deactivate an LMS registration
+         * @description Platform team only (decision LTI-07). Moves the registration to `inactive`: logins are refused (403 page) and grades are not published; schools, courses and grades are kept. Repeating the call changes nothing and answers 200.
+         */
+        post: operations["deactivateLmsRegistration"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/launch/{ticket}": {
         parameters: {
             query?: never;
@@ -1775,6 +1879,83 @@ export interface components {
              */
             expires: string;
         };
+        /**
+         * LmsRegistrationStatus
+         * @description `pending` on arrival (unless the service runs with `LMS_AUTO_ACTIVATE=1`), `active` once the platform team
+         *     activates it, `inactive` once deactivated. Only an active registration logs in, launches and receives
+         *     grades (decision LTI-07).
+         * @enum {string}
+         */
+        LmsRegistrationStatus: "pending" | "active" | "inactive";
+        /**
+         * LmsRegistration
+         * @description One school LMS's registration of the service as an LTI 1.3 tool (decision LTI-03): the platform's issuer and
+         *     the client ID it gave the service, its deployments (each one a school, decision LTI-10), and the URLs the
+         *     service calls or sends browsers to.
+         */
+        LmsRegistration: {
+            /** @description `lreg_` prefix. */
+            id: string;
+            /** @description The platform's `iss`. Canvas's is shared by every hosted school, so a school is told apart by client and deployment. */
+            issuer: string;
+            client_id: string;
+            /** @description Deployment IDs known so far, oldest first; an unseen one in a launch is added (and is a new school). */
+            deployments: string[];
+            /** @description The OIDC authorization endpoint the login sends browsers to. */
+            auth_url: string;
+            /** @description The OAuth 2.0 token endpoint for grades (AGS). */
+            token_url: string;
+            /** @description The platform's JWKS, against which id_tokens are verified. */
+            jwks_url: string;
+            /** @description The client assertion's `aud` when it is not `token_url` (Brightspace); null otherwise. */
+            token_audience: string | null;
+            title: string;
+            /** @description As the platform's OpenID configuration names it (`canvas`, `moodle`, ...); null when unknown. */
+            product_family_code: string | null;
+            /** @description The AGS scopes the platform granted. Without the line-item scope, `max_score` is refused. */
+            scopes: string[];
+            status: components["schemas"]["LmsRegistrationStatus"];
+            /**
+             * @description Dynamic Registration, or entered by hand.
+             * @enum {string}
+             */
+            method: "dynamic" | "manual";
+            /** Format: date-time */
+            created: string;
+            /** Format: date-time */
+            updated: string;
+        };
+        /**
+         * LmsRegistrationList
+         * @description Every LMS registration, oldest first.
+         */
+        LmsRegistrationList: {
+            registrations: components["schemas"]["LmsRegistration"][];
+        };
+        /**
+         * LmsRegistrationCreate
+         * @description A registration entered by hand, for LMSes without Dynamic Registration (Blackboard's global client, older
+         *     Canvas; decision LTI-06). `auth_url`, `token_url` and `jwks_url` follow the endpoint URL rules (https, no
+         *     credentials, a publicly routable host; loopback only under the development switch), else 422 with the rule's
+         *     message naming the field, e.g. `token_url must be an absolute https:// URL`. Registering an (issuer,
+         *     client_id) again updates its URLs, adds deployments and keeps its status.
+         */
+        LmsRegistrationCreate: {
+            /**
+             * Format: uri
+             * @description An absolute URL, else 422 `issuer must be an absolute URL`.
+             */
+            issuer: string;
+            client_id: string;
+            deployments: string[];
+            auth_url: string;
+            token_url: string;
+            jwks_url: string;
+            token_audience?: string | null;
+            title?: string | null;
+            /** @description The AGS scopes the platform grants; default all four. */
+            scopes?: string[];
+        };
     };
     responses: {
         /**
@@ -1872,6 +2053,15 @@ export interface components {
          *     tool.
          */
         SandboxNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description No LMS registration has this ID. */
+        LmsRegistrationNotFound: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1978,6 +2168,11 @@ export interface components {
          * @example bld_2k5n8q1t4w7z0c3f6h9m
          */
         OperatorId: string;
+        /**
+         * @description An LMS registration's ID (`lreg_` prefix). Opaque; do not parse it (decision L-09).
+         * @example lreg_5h8k1n4q7t0w3z6c9f2j5m8p1s
+         */
+        RegistrationId: string;
     };
     requestBodies: never;
     headers: never;
@@ -3168,6 +3363,161 @@ export interface operations {
             400: components["responses"]["BadListQuery"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["PlatformOnly"];
+        };
+    };
+    listLmsRegistrations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every registration. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LmsRegistrationList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PlatformOnly"];
+        };
+    };
+    addLmsRegistration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LmsRegistrationCreate"];
+            };
+        };
+        responses: {
+            /** @description The registration was already there; updated. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LmsRegistration"];
+                };
+            };
+            /** @description The new registration. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LmsRegistration"];
+                };
+            };
+            400: components["responses"]["MalformedJson"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PlatformOnly"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description A field breaks its rule. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getLmsRegistration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description An LMS registration's ID (`lreg_` prefix). Opaque; do not parse it (decision L-09).
+                 * @example lreg_5h8k1n4q7t0w3z6c9f2j5m8p1s
+                 */
+                registration_id: components["parameters"]["RegistrationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The registration. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LmsRegistration"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PlatformOnly"];
+            404: components["responses"]["LmsRegistrationNotFound"];
+        };
+    };
+    activateLmsRegistration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description An LMS registration's ID (`lreg_` prefix). Opaque; do not parse it (decision L-09).
+                 * @example lreg_5h8k1n4q7t0w3z6c9f2j5m8p1s
+                 */
+                registration_id: components["parameters"]["RegistrationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The registration, now `active`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LmsRegistration"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PlatformOnly"];
+            404: components["responses"]["LmsRegistrationNotFound"];
+        };
+    };
+    deactivateLmsRegistration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description An LMS registration's ID (`lreg_` prefix). Opaque; do not parse it (decision L-09).
+                 * @example lreg_5h8k1n4q7t0w3z6c9f2j5m8p1s
+                 */
+                registration_id: components["parameters"]["RegistrationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The registration, now `inactive`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LmsRegistration"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PlatformOnly"];
+            404: components["responses"]["LmsRegistrationNotFound"];
         };
     };
     openLaunchPage: {

@@ -24,6 +24,7 @@ import { appHandlers } from './apps.js';
 import { operatorHandlers } from './operators.js';
 import { sandboxHandlers } from './sandbox.js';
 import { signedLaunchHandlers } from './signed-launch.js';
+import { lmsRegistrationHandlers } from '../lti/dashboard.js';
 import { dashboardValidationRules } from './validation.js';
 
 export const DASHBOARD_PATH = '/dashboard/v1';
@@ -37,6 +38,7 @@ export const dashboardHandlers: Handlers<Pick<operations, DashboardOperationId>>
   ...sandboxHandlers,
   ...operatorHandlers,
   ...signedLaunchHandlers,
+  ...lmsRegistrationHandlers,
 };
 
 type SpecObject = Record<string, unknown>;

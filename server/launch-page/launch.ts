@@ -155,14 +155,14 @@ export async function deliverLaunch(
   const location = await store.locations.get(placement.locationId);
   if (location && placementBroken(app, location)) {
     ctx.log.info('launch refused: the placed location was deleted', { app: app.id, placement: placement.id, location: location.id });
-    return messagePage({
+    return page(messagePage({
       status: 410,
       kind: 'location_deleted',
       title: cannotOpen(app),
       heading: 'This activity is no longer available',
       text: `${app.name} removed this activity. Ask your instructor to place it again.`,
       reportId,
-    });
+    }));
   }
 
   let provisioning;

@@ -15,7 +15,7 @@ export function escapeHtml(value: string): string {
 }
 
 export interface RenderedPage {
-  status: 200 | 202 | 403 | 404 | 409 | 410 | 500 | 503;
+  status: 200 | 202 | 400 | 401 | 403 | 404 | 409 | 410 | 500 | 502 | 503;
   html: string;
   /** Headers of this page beyond those every page sends. */
   headers: Record<string, string>;

@@ -22,6 +22,16 @@ import type { Logger } from '../http/log.js';
 /** The three endpoint settings of a tool (contract, Tool settings). */
 export type EndpointField = 'callback_url' | 'provision_url' | 'locations_url';
 
+/** The URLs a school's LMS names (decision LTI-03): checked by the same rules before every call. */
+export type LmsEndpointField =
+  | 'openid_configuration'
+  | 'registration_endpoint'
+  | 'authorization_endpoint'
+  | 'token_endpoint'
+  | 'jwks_uri'
+  | 'lineitem'
+  | 'deep_link_return_url';
+
 /** Where a socket must go: the URL's host for TLS and `Host`, and the addresses the check vetted. */
 export interface ConnectTarget {
   /** Host name of the URL (an IP literal without brackets): TLS server name and certificate identity. */
@@ -157,7 +167,7 @@ export class ToolHttpClient {
    * write, the launch page before every launch). A resolver that does not answer within `timeoutMs`
    * fails the rule `resolvable`, so no caller waits on DNS for long.
    */
-  async check(url: unknown, field: EndpointField, timeoutMs = CHECK_TIMEOUT_MS): Promise<EndpointCheck> {
+  async check(url: unknown, field: EndpointField | LmsEndpointField, timeoutMs = CHECK_TIMEOUT_MS): Promise<EndpointCheck> {
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<EndpointCheck>((resolve) => {
       timer = setTimeout(

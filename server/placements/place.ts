@@ -33,6 +33,8 @@ export interface PlaceFromPickerInput {
   label?: string;
   /** Defaults to a fresh opaque value (NS-04). */
   resourceLink?: string;
+  /** Whether the service makes the assessment's gradebook column; false when the school's LMS makes it (LTI-15). */
+  lineItem?: boolean;
 }
 
 /** Same rule as the picker's labels (GAP-10, GAP-11): plain text, at most 200 code points. */
@@ -75,6 +77,7 @@ export async function placeFromPicker(services: Services, input: PlaceFromPicker
     location,
     entry: entryFromPicker(offered, label),
     ...(input.resourceLink !== undefined ? { resourceLink: input.resourceLink } : {}),
+    ...(input.lineItem !== undefined ? { lineItem: input.lineItem } : {}),
   });
 }
 
@@ -95,6 +98,7 @@ export interface PlaceEntryInput {
   location: LocationRecord;
   entry: PlacementEntry;
   resourceLink?: string;
+  lineItem?: boolean;
 }
 
 /** The placement itself: the copy, the gradebook column of an assessment, then provisioning. */
@@ -107,6 +111,7 @@ export async function placeEntry(services: Services, input: PlaceEntryInput): Pr
       locationId: input.location.id,
       entry: input.entry,
       ...(input.resourceLink !== undefined ? { resourceLink: input.resourceLink } : {}),
+      ...(input.lineItem !== undefined ? { lineItem: input.lineItem } : {}),
     }),
   );
   services.log.info('location placed', {

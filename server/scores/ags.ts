@@ -263,7 +263,7 @@ export class AgsPublisher implements Publisher {
     const assertion = await this.signer.sign({
       iss: platform.clientId,
       sub: platform.clientId,
-      aud: platform.tokenUrl,
+      aud: platform.assertionAudience ?? platform.tokenUrl,
       iat,
       exp: iat + MAX_ASSERTION_LIFETIME_SECONDS,
       jti: randomUUID(),
@@ -325,7 +325,7 @@ export class AgsPublisher implements Publisher {
     const target = platform.transport(url);
     let response: Response;
     try {
-      response = await this.fetchFn(target, { ...init, redirect: 'manual', signal: AbortSignal.timeout(this.timeoutMs) });
+      response = await (platform.fetch ?? this.fetchFn)(target, { ...init, redirect: 'manual', signal: AbortSignal.timeout(this.timeoutMs) });
     } catch (err) {
       const cause = err instanceof Error ? ((err.cause as Error | undefined)?.message ?? err.message) : String(err);
       const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError');

@@ -28,7 +28,7 @@ export interface DefaultPublisherOptions {
    * (a proxy without hairpinning, tests on an ephemeral port). Default: the public origin.
    */
   sandboxTransportOrigin?: () => string | undefined;
-  /** Schools with a real LMS registration (none in this issue). */
+  /** Schools with a real LMS registration (`server/lti/platforms.ts`). */
   schools?: (organization: OrganizationRecord) => Promise<LmsPlatform | null>;
   clock?: Clock;
   fetch?: FetchLike;

@@ -22,6 +22,10 @@ export interface LmsPlatform {
   lineItemUrl(contextId: string, ref: string): string;
   /** The URL this process sends a request to for a URL the LMS named (identity for a school's LMS). */
   transport(url: string): string;
+  /** The client assertion's `aud` when it is not `tokenUrl` (Brightspace; decision LTI-03). */
+  assertionAudience?: string;
+  /** How requests to this LMS are sent (a school's LMS: under the endpoint URL rules); default `fetch`. */
+  fetch?: (input: string, init: RequestInit) => Promise<Response>;
 }
 
 export interface LmsRegistry {
@@ -41,7 +45,7 @@ export interface DefaultLmsRegistryOptions {
    * the public origin does not route back to the process (a proxy that does not hairpin, tests).
    */
   sandboxTransportOrigin?: () => string | undefined;
-  /** Schools with a real LMS registration; none until real-LMS launches arrive (a later issue). */
+  /** Schools with a real LMS registration (`server/lti/platforms.ts`, issue 13). */
   schools?: (organization: OrganizationRecord) => Promise<LmsPlatform | null>;
 }
 

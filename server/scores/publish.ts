@@ -13,6 +13,7 @@ import type { Logger } from '../http/log.js';
 import type { AttemptRecord, AttemptSourceType, Store } from '../store/index.js';
 import type { Publication, PublicationOutcome, Publisher } from './publisher.js';
 import { failed } from './publisher.js';
+import { inSubmittedOrder } from './ordering.js';
 import type { ScoreSubmission } from './validate.js';
 
 export interface PublishDeps {
@@ -64,35 +65,41 @@ export async function publishAttempt<K>(
   const { store } = deps;
   const { records, submission } = input;
   const { member, location } = records;
-  const reserved = await store.attempts.reserveSubmitted(member.id, location.id);
-  const { instant, kept } = onReserved ? await onReserved(reserved) : { instant: reserved, kept: undefined };
-  const columnPoints = submission.maxScore === null ? await store.columnPoints.get(records.placement.id) : null;
-  let outcome: PublicationOutcome;
-  try {
-    outcome = await deps.publisher.publish({
-      ...records,
-      score: submission.score,
-      maxScore: submission.maxScore,
-      columnPoints,
-      comment: submission.comment,
-      activityProgress: submission.activityProgress,
-      gradingProgress: submission.gradingProgress,
-      timestamp: instant.submitted,
-    });
-  } catch (err) {
-    // A publisher bug must not lose the attempt: the call still records one, failed.
-    deps.log.error('score publication threw', {
-      err,
-      app: records.app.id,
-      context: records.context.id,
-      location: location.id,
-      ...input.logFields,
-    });
-    outcome = failed('the publication failed inside the service; nothing is known to have reached the LMS');
-  }
-  if (outcome.status === 'success' && submission.maxScore !== null) {
-    await store.columnPoints.set(records.placement.id, submission.maxScore);
-  }
+  // Reservation and publication in one queue per member and location, so the LMS receives the scores
+  // in `submitted` order (LTI-16); the attempt is written after, outside it.
+  const { instant, kept, outcome } = await inSubmittedOrder(store, member.id, location.id, async () => {
+    const reserved = await store.attempts.reserveSubmitted(member.id, location.id);
+    const { instant, kept } = onReserved ? await onReserved(reserved) : { instant: reserved, kept: undefined };
+    const columnPoints = submission.maxScore === null ? await store.columnPoints.get(records.placement.id) : null;
+    let outcome: PublicationOutcome;
+    try {
+      outcome = await deps.publisher.publish({
+        ...records,
+        score: submission.score,
+        maxScore: submission.maxScore,
+        columnPoints,
+        comment: submission.comment,
+        activityProgress: submission.activityProgress,
+        gradingProgress: submission.gradingProgress,
+        timestamp: instant.submitted,
+      });
+    } catch (err) {
+      // A publisher bug must not lose the attempt: the call still records one, failed.
+      deps.log.error('score publication threw', {
+        err,
+        app: records.app.id,
+        context: records.context.id,
+        location: location.id,
+        ...input.logFields,
+      });
+      outcome = failed('the publication failed inside the service; nothing is known to have reached the LMS');
+    }
+    // Inside the queue, so the member's next score is published against the points this one set (H-03).
+    if (outcome.status === 'success' && submission.maxScore !== null) {
+      await store.columnPoints.set(records.placement.id, submission.maxScore);
+    }
+    return { instant, kept, outcome };
+  });
   const attempt = await store.attempts.record({
     appId: records.app.id,
     contextId: records.context.id,

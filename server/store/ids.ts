@@ -37,7 +37,9 @@ export type IdPrefix =
   | 'blb'
   | 'key'
   | 'rl'
-  | 'aud';
+  | 'aud'
+  | 'lreg'
+  | 'dl';
 
 /** Length of the random part: 16 bytes give 26 base32 characters (128 bits), decision L-09 asks 20+. */
 export const ID_RANDOM_CHARS = 26;

@@ -28,6 +28,7 @@ import { LaunchGradesRepo } from './repos/grades.js';
 import { LaunchesRepo } from './repos/launches.js';
 import { LocationsRepo } from './repos/locations.js';
 import { PickerAnswersRepo } from './repos/picker-answers.js';
+import { LtiRepo } from './repos/lti.js';
 import { PlacementsRepo } from './repos/placements.js';
 import { ProvisioningRepo } from './repos/provisioning.js';
 import { RowsRepo } from './repos/rows.js';
@@ -66,6 +67,7 @@ export interface Repositories {
   scoreIdempotency: ScoreIdempotencyRepo;
   authFailures: AuthFailuresRepo;
   audit: AuditRepo;
+  lti: LtiRepo;
 }
 
 export interface Store extends Repositories {
@@ -138,6 +140,7 @@ export function createRepositories(db: Driver, clock: Clock = systemClock): Repo
     scoreIdempotency: new ScoreIdempotencyRepo(ctx),
     authFailures: new AuthFailuresRepo(ctx),
     audit: new AuditRepo(ctx),
+    lti: new LtiRepo(ctx),
   };
 }
 
@@ -224,6 +227,7 @@ export * from './repos/grades.js';
 export * from './repos/launches.js';
 export * from './repos/locations.js';
 export * from './repos/picker-answers.js';
+export * from './repos/lti.js';
 export * from './repos/placements.js';
 export * from './repos/provisioning.js';
 export * from './repos/rows.js';

@@ -409,6 +409,69 @@ export const MIGRATIONS: readonly Migration[] = [
       ],
     },
   },
+  // The service as an LTI 1.3 tool toward real LMSes (issue 13; decisions LTI-03, LTI-08, LTI-09, LTI-13,
+  // LTI-14, LTI-18): registrations and their deployments, logins in flight, used nonces, the LMS's resource
+  // links bound to placements, and Deep Linking requests awaiting the picker's confirmation.
+  portable('0010_lti_registrations', [
+    `CREATE TABLE lti_registrations (
+      id TEXT PRIMARY KEY,
+      issuer TEXT NOT NULL,
+      client_id TEXT NOT NULL,
+      auth_url TEXT NOT NULL,
+      token_url TEXT NOT NULL,
+      jwks_url TEXT NOT NULL,
+      token_audience TEXT,
+      title TEXT NOT NULL,
+      product_family_code TEXT,
+      scopes TEXT NOT NULL,
+      status TEXT NOT NULL CHECK (status IN ('pending', 'active', 'inactive')),
+      method TEXT NOT NULL CHECK (method IN ('dynamic', 'manual')),
+      created_at BIGINT NOT NULL,
+      updated_at BIGINT NOT NULL
+    )`,
+    `CREATE UNIQUE INDEX lti_registrations_client ON lti_registrations (issuer, client_id)`,
+    `CREATE TABLE lti_deployments (
+      registration_id TEXT NOT NULL REFERENCES lti_registrations (id) ON DELETE CASCADE,
+      deployment_id TEXT NOT NULL,
+      created_at BIGINT NOT NULL,
+      PRIMARY KEY (registration_id, deployment_id)
+    )`,
+    `CREATE TABLE lti_logins (
+      state TEXT PRIMARY KEY,
+      nonce TEXT NOT NULL,
+      registration_id TEXT NOT NULL REFERENCES lti_registrations (id) ON DELETE CASCADE,
+      storage_target TEXT,
+      expires_at BIGINT NOT NULL
+    )`,
+    `CREATE INDEX lti_logins_expires ON lti_logins (expires_at)`,
+    `CREATE TABLE lti_nonces (
+      registration_id TEXT NOT NULL REFERENCES lti_registrations (id) ON DELETE CASCADE,
+      nonce TEXT NOT NULL,
+      expires_at BIGINT NOT NULL,
+      PRIMARY KEY (registration_id, nonce)
+    )`,
+    `CREATE INDEX lti_nonces_expires ON lti_nonces (expires_at)`,
+    `CREATE TABLE lti_resource_links (
+      organization_id TEXT NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
+      resource_link_id TEXT NOT NULL,
+      placement_id TEXT NOT NULL REFERENCES placements (id) ON DELETE CASCADE,
+      created_at BIGINT NOT NULL,
+      PRIMARY KEY (organization_id, resource_link_id)
+    )`,
+    `CREATE TABLE lti_deep_links (
+      id TEXT PRIMARY KEY,
+      registration_id TEXT NOT NULL REFERENCES lti_registrations (id) ON DELETE CASCADE,
+      organization_id TEXT NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
+      context_id TEXT NOT NULL REFERENCES contexts (id) ON DELETE CASCADE,
+      member_id TEXT NOT NULL REFERENCES members (id) ON DELETE CASCADE,
+      return_url TEXT,
+      resource_link_id TEXT,
+      data TEXT,
+      accept_multiple INTEGER NOT NULL CHECK (accept_multiple IN (0, 1)),
+      expires_at BIGINT NOT NULL
+    )`,
+    `CREATE INDEX lti_deep_links_expires ON lti_deep_links (expires_at)`,
+  ]),
   // H-03: the points the service last set on a gradebook column (a `max_score`), so a later score
   // without one is published against them.
   portable('0040_column_points', [

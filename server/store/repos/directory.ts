@@ -318,6 +318,17 @@ export class ContextsRepo {
     return this.get(id);
   }
 
+  /** Records the course a course was copied from, once: a parent already set is kept. */
+  async setParentIfUnset(id: string, parentContextId: string): Promise<ContextRecord | null> {
+    await this.ctx.db.run('UPDATE contexts SET parent_context_id = ?, updated_at = ? WHERE id = ? AND parent_context_id IS NULL AND id <> ?', [
+      parentContextId,
+      this.ctx.clock.nowMs(),
+      id,
+      parentContextId,
+    ]);
+    return this.get(id);
+  }
+
   /**
    * Releases a course from its tool's Sandbox (a reset releases every copy): the record stays, for the
    * grade attempts made there, but it is no Sandbox course any more. False when there is no such course.

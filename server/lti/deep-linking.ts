@@ -1,0 +1,186 @@
+/**
+ * The picker over LTI (decisions LTI-13 to LTI-15). A Deep Linking request, or an instructor opening a
+ * resource link no placement claims, opens a choice kept server-side under a random key: first the tools
+ * available in the course under their registered names, then the chosen tool's live locations (the
+ * contract's picker rules, `server/placements/picker.ts`). Confirming places each chosen location and
+ * answers either the signed `LtiDeepLinkingResponse` for the LMS or, for an unknown link, the launch.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Services } from '../http/services.js';
+import type { RenderedPage } from '../launch-page/pages.js';
+import { issueLaunchTicket } from '../launch-page/tickets.js';
+import { availability, openPicker, placeFromPicker, placementErrorOf } from '../placements/index.js';
+import type { AppRecord, LtiDeepLinkRecord, PlacementRecord } from '../store/index.js';
+import type { VerifiedLaunch } from './id-token.js';
+import type { LaunchParties } from './launch.js';
+import { deepLinkingResponsePage, locationsPage, toolsPage } from './pages.js';
+import type { LtiRefusal } from './refusals.js';
+import { refuse } from './refusals.js';
+import { LtiUrls } from './urls.js';
+import { CLAIMS, LTI_VERSION, MESSAGE_TYPES, PLACEMENT_PARAMETER } from './vocabulary.js';
+
+/** How long a choice stays open: the login's lifetime. */
+export const CHOICE_TTL_MS = 10 * 60_000;
+/** The Deep Linking response's lifetime. */
+const RESPONSE_TTL_SECONDS = 300;
+
+export type ChoiceOutcome = { kind: 'page'; page: RenderedPage } | { kind: 'redirect'; location: string } | { kind: 'refused'; refusal: LtiRefusal };
+
+async function availableApps(services: Services, contextId: string): Promise<AppRecord[]> {
+  const context = await services.store.contexts.get(contextId);
+  if (!context) return [];
+  const apps = await services.store.apps.list();
+  // Draft and suspended tools are never offered (a draft tool only in its own Sandbox course); hosted
+  // tools cannot be launched by this deployment.
+  return apps.filter((app) => availability(app, context).ok && app.hosting === 'self_hosted').sort((a, b) => a.name.localeCompare(b.name));
+}
+
+function settingsOf(claims: Record<string, unknown>): Record<string, unknown> | null {
+  const value = claims[CLAIMS.deepLinkingSettings];
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+}
+
+/** An `LtiDeepLinkingRequest`: the tools page, or a refusal. */
+export async function startDeepLinking(services: Services, launch: VerifiedLaunch, parties: LaunchParties): Promise<ChoiceOutcome> {
+  const settings = settingsOf(launch.claims);
+  const returnUrl = settings && typeof settings['deep_link_return_url'] === 'string' ? settings['deep_link_return_url'] : null;
+  if (!settings || returnUrl === null) return { kind: 'refused', refusal: refuse(400, 'no_return_url', 'deep linking request without deep_link_return_url') };
+  const accepted = Array.isArray(settings['accept_types']) ? settings['accept_types'] : [];
+  if (!accepted.includes('ltiResourceLink')) {
+    return { kind: 'refused', refusal: refuse(400, 'no_resource_link_type', 'deep linking request does not accept ltiResourceLink') };
+  }
+  if (!parties.staff) return { kind: 'refused', refusal: refuse(403, 'not_staff', 'deep linking by a member who is not staff') };
+  const check = await services.lti.lms.check(returnUrl, 'deep_link_return_url');
+  if (!check.ok) return { kind: 'refused', refusal: refuse(400, 'return_url_rule', check.message) };
+  const data = typeof settings['data'] === 'string' ? settings['data'] : null;
+  const choice = await services.store.lti.createDeepLink({
+    registrationId: launch.registration.id,
+    organizationId: parties.organization.id,
+    contextId: parties.context.id,
+    memberId: parties.member.id,
+    returnUrl,
+    resourceLinkId: null,
+    data,
+    acceptMultiple: settings['accept_multiple'] !== false,
+    expiresAt: services.clock.nowMs() + CHOICE_TTL_MS,
+  });
+  return { kind: 'page', page: await toolsStep(services, choice, 'Choose the tool whose activities you want to add to your course.') };
+}
+
+/** An instructor opening a resource link no placement claims: the same choice, binding that link. */
+export async function startLinkChoice(services: Services, launch: VerifiedLaunch, parties: LaunchParties, resourceLinkId: string): Promise<ChoiceOutcome> {
+  const choice = await services.store.lti.createDeepLink({
+    registrationId: launch.registration.id,
+    organizationId: parties.organization.id,
+    contextId: parties.context.id,
+    memberId: parties.member.id,
+    returnUrl: null,
+    resourceLinkId,
+    data: null,
+    acceptMultiple: false,
+    expiresAt: services.clock.nowMs() + CHOICE_TTL_MS,
+  });
+  return {
+    kind: 'page',
+    page: await toolsStep(services, choice, 'This link is not set up yet. Choose the tool and the activity it opens; students will then see that activity.'),
+  };
+}
+
+async function toolsStep(services: Services, choice: LtiDeepLinkRecord, intro: string): Promise<RenderedPage> {
+  const urls = new LtiUrls(services.config.publicUrl);
+  return toolsPage({ action: urls.deepLinking(), key: choice.id, apps: await availableApps(services, choice.contextId), intro });
+}
+
+export interface ChoicePost {
+  key?: string | undefined;
+  app?: string | undefined;
+  confirm?: string | undefined;
+  extids: string[];
+}
+
+/** `POST /lti/deep-linking`: the locations of the chosen tool, or the confirmation. */
+export async function continueChoice(services: Services, post: ChoicePost): Promise<ChoiceOutcome> {
+  const urls = new LtiUrls(services.config.publicUrl);
+  const choice = post.key ? await services.store.lti.getDeepLink(post.key) : null;
+  if (!choice) return { kind: 'refused', refusal: refuse(400, 'choice_expired', 'unknown, used or expired picker key') };
+  const app = post.app ? await services.store.apps.get(post.app) : null;
+  const offered = await availableApps(services, choice.contextId);
+  if (!app || !offered.some((a) => a.id === app.id)) {
+    return { kind: 'page', page: await toolsStep(services, choice, 'That tool is not available in this course. Choose another.') };
+  }
+  if (post.confirm !== '1') {
+    try {
+      const picker = await openPicker(services, { appId: app.id, contextId: choice.contextId, memberId: choice.memberId });
+      return { kind: 'page', page: locationsPage({ action: urls.deepLinking(), key: choice.id, app, picker, multiple: choice.acceptMultiple }) };
+    } catch (err) {
+      const problem = placementErrorOf(err);
+      if (!problem) throw err;
+      services.log.info('lti picker failed', { app: app.id, code: problem.code });
+      return { kind: 'page', page: await toolsStep(services, choice, `${app.name} could not list its activities: ${problem.detail}`) };
+    }
+  }
+  const extids = choice.acceptMultiple ? post.extids : post.extids.slice(0, 1);
+  if (extids.length === 0) return { kind: 'refused', refusal: refuse(400, 'nothing_chosen', 'picker confirmed with no location') };
+  // The choice is used up before placing, so a double submit cannot place twice.
+  const used = await services.store.lti.consumeDeepLink(choice.id);
+  if (!used) return { kind: 'refused', refusal: refuse(400, 'choice_expired', 'picker key used meanwhile') };
+  const placed: PlacementRecord[] = [];
+  for (const extid of extids) {
+    try {
+      const outcome = await placeFromPicker(services, { appId: app.id, contextId: choice.contextId, extid, lineItem: false });
+      placed.push(outcome.placement);
+    } catch (err) {
+      const problem = placementErrorOf(err);
+      if (!problem) throw err;
+      services.log.info('lti placement refused', { app: app.id, extid, code: problem.code });
+      return { kind: 'refused', refusal: refuse(400, problem.code, problem.detail) };
+    }
+  }
+  if (choice.resourceLinkId !== null) return launchChosen(services, choice, placed[0] as PlacementRecord);
+  return { kind: 'page', page: await deepLinkingResponse(services, choice, placed) };
+}
+
+async function launchChosen(services: Services, choice: LtiDeepLinkRecord, placement: PlacementRecord): Promise<ChoiceOutcome> {
+  const bound = await services.store.lti.bindResourceLink(choice.organizationId, choice.resourceLinkId as string, placement.id);
+  const ticket = await issueLaunchTicket(services, { placementId: bound, memberId: choice.memberId });
+  return { kind: 'redirect', location: ticket.launchUrl };
+}
+
+async function deepLinkingResponse(services: Services, choice: LtiDeepLinkRecord, placed: readonly PlacementRecord[]): Promise<RenderedPage> {
+  const registration = await services.store.lti.getRegistration(choice.registrationId);
+  const organization = await services.store.organizations.get(choice.organizationId);
+  if (!registration || !organization) throw new Error(`deep link ${choice.id} lost its registration or school`);
+  const urls = new LtiUrls(services.config.publicUrl);
+  const nowSeconds = Math.floor(services.clock.nowMs() / 1000);
+  const contentItems = placed.map((placement) => ({
+    type: 'ltiResourceLink',
+    title: placement.entry.label,
+    url: urls.launch(),
+    custom: { [PLACEMENT_PARAMETER]: placement.resourceLink },
+    ...(placement.entry.type === 'assessment'
+      ? {
+          lineItem: {
+            scoreMaximum: placement.entry.points ?? 1,
+            label: placement.entry.label,
+            resourceId: placement.id,
+            tag: placement.entry.extid ?? placement.locationId,
+          },
+        }
+      : {}),
+  }));
+  const claims: Record<string, unknown> = {
+    iss: registration.clientId,
+    aud: registration.issuer,
+    iat: nowSeconds,
+    exp: nowSeconds + RESPONSE_TTL_SECONDS,
+    nonce: randomUUID(),
+    [CLAIMS.deploymentId]: organization.deployment,
+    [CLAIMS.messageType]: MESSAGE_TYPES.deepLinkingResponse,
+    [CLAIMS.version]: LTI_VERSION,
+    [CLAIMS.contentItems]: contentItems,
+    ...(choice.data !== null ? { [CLAIMS.deepLinkingData]: choice.data } : {}),
+  };
+  const jwt = await services.signer.sign(claims);
+  services.log.info('lti deep linking response', { registration: registration.id, context: choice.contextId, placements: placed.map((p) => p.id) });
+  return deepLinkingResponsePage({ returnUrl: choice.returnUrl as string, jwt });
+}

@@ -1,0 +1,139 @@
+/**
+ * Calls to a school's LMS (OpenID configuration, registration endpoint, JWKS, token endpoint, AGS): each
+ * URL passes the endpoint URL rules first (decision LTI-03, with the development loopback switch), and the
+ * socket goes only to the addresses the rules vetted, as for calls to tools (`server/outbound/`).
+ * Redirects are not followed; one timer bounds the whole call; bodies are read up to a cap.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import { pinnedLookup } from '../../rules/endpoint-url.js';
+import type { LmsEndpointField, ToolHttpClient } from '../outbound/index.js';
+import { OUTBOUND_USER_AGENT } from '../outbound/index.js';
+
+export const LMS_TIMEOUT_MS = 10_000;
+/** JWKS, OpenID configurations and AGS answers are small; Brightspace's JWKS is the largest seen. */
+export const LMS_MAX_BODY_BYTES = 1_048_576;
+
+export interface LmsRequest {
+  method: 'GET' | 'POST' | 'PUT';
+  url: string;
+  field: LmsEndpointField;
+  headers?: Record<string, string>;
+  body?: string;
+  timeoutMs?: number;
+}
+
+export type LmsAnswer =
+  | { ok: true; status: number; headers: http.IncomingHttpHeaders; body: string }
+  /** Nothing usable came back: the URL failed the rules, or the network or the clock did. */
+  | { ok: false; reason: string };
+
+export class LmsHttp {
+  constructor(private readonly outbound: Pick<ToolHttpClient, 'check'>) {}
+
+  /** The endpoint URL rules alone, for a URL stored now and called later. */
+  check(url: string, field: LmsEndpointField): ReturnType<ToolHttpClient['check']> {
+    return this.outbound.check(url, field);
+  }
+
+  async request(req: LmsRequest): Promise<LmsAnswer> {
+    const timeoutMs = req.timeoutMs ?? LMS_TIMEOUT_MS;
+    const check = await this.outbound.check(req.url, req.field, timeoutMs);
+    if (!check.ok) return { ok: false, reason: check.message };
+    const url = new URL(check.url);
+    const client = url.protocol === 'https:' ? https : http;
+    return new Promise((resolve) => {
+      let settled = false;
+      const settle = (answer: LmsAnswer): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(answer);
+      };
+      const outgoing = client.request(
+        {
+          method: req.method,
+          hostname: check.hostname,
+          port: check.port,
+          path: `${url.pathname}${url.search}`,
+          lookup: pinnedLookup(check.addresses),
+          ...(url.protocol === 'https:' && !/^[\d.:]+$/.test(check.hostname) ? { servername: check.hostname } : {}),
+          headers: {
+            Host: url.host,
+            // Canvas refuses server calls without one.
+            'User-Agent': OUTBOUND_USER_AGENT,
+            Accept: 'application/json',
+            ...(req.body !== undefined ? { 'Content-Length': String(Buffer.byteLength(req.body)) } : {}),
+            ...req.headers,
+          },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on('data', (chunk: Buffer) => {
+            size += chunk.length;
+            if (size > LMS_MAX_BODY_BYTES) {
+              settle({ ok: false, reason: `${req.field} answered more than ${LMS_MAX_BODY_BYTES} bytes` });
+              outgoing.destroy();
+              return;
+            }
+            chunks.push(chunk);
+          });
+          res.on('end', () => settle({ ok: true, status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+          res.on('error', (err) => settle({ ok: false, reason: `${req.field} could not be read: ${err.message}` }));
+        },
+      );
+      const timer = setTimeout(() => {
+        settle({ ok: false, reason: `${req.field} did not answer within ${timeoutMs} ms` });
+        outgoing.destroy();
+      }, timeoutMs);
+      outgoing.on('error', (err: NodeJS.ErrnoException) => settle({ ok: false, reason: `${req.field} could not be reached (${err.code ?? err.message})` }));
+      outgoing.end(req.body);
+    });
+  }
+
+  /** GET a JSON object; a non-200 or non-object answer is a reason. */
+  async getJson(url: string, field: LmsEndpointField): Promise<{ ok: true; value: Record<string, unknown> } | { ok: false; reason: string }> {
+    const answer = await this.request({ method: 'GET', url, field });
+    if (!answer.ok) return answer;
+    if (answer.status !== 200) return { ok: false, reason: `${field} answered HTTP ${answer.status}` };
+    const value = parseObject(answer.body);
+    return value ? { ok: true, value } : { ok: false, reason: `${field} did not answer a JSON object` };
+  }
+}
+
+export function parseObject(text: string): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The AGS publisher's `fetch` for a school's LMS: the same rules and pinning, answered as a `Response`
+ * so the publisher treats the Sandbox and real LMSes alike. A refusal by the rules is a network error.
+ */
+export function lmsFetch(lms: LmsHttp, field: LmsEndpointField) {
+  return async (input: string, init: RequestInit): Promise<Response> => {
+    const headers: Record<string, string> = {};
+    new Headers(init.headers).forEach((value, name) => {
+      headers[name] = value;
+    });
+    const answer = await lms.request({
+      method: (init.method ?? 'GET') as LmsRequest['method'],
+      url: input,
+      field,
+      headers,
+      ...(typeof init.body === 'string' ? { body: init.body } : init.body instanceof URLSearchParams ? { body: init.body.toString() } : {}),
+    });
+    if (!answer.ok) throw new TypeError(answer.reason);
+    const out = new Headers();
+    for (const [name, value] of Object.entries(answer.headers)) {
+      if (typeof value === 'string') out.set(name, value);
+    }
+    const nullBody = answer.status === 204 || answer.status === 304;
+    return new Response(nullBody ? null : answer.body, { status: answer.status, headers: out });
+  };
+}

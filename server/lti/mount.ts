@@ -1,0 +1,228 @@
+/**
+ * The LMS-facing routes (decision LTI-02), mounted before the contract dispatch: browsers and LMSes reach
+ * them with no contract credential, and they answer HTML pages or LTI's own JSON documents, never a
+ * contract Problem. Every refusal is a page with a 4xx, the report ID and a log line with the reason.
+ */
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { RequestLocals } from '../http/pipeline.js';
+import type { Services } from '../http/services.js';
+import { readRawBody } from '../http/body.js';
+import { Problem } from '../http/problem.js';
+import { writePage } from '../launch-page/handler.js';
+import type { RenderedPage } from '../launch-page/pages.js';
+import { internalErrorPage } from '../launch-page/launch.js';
+import { issueLaunchTicket } from '../launch-page/tickets.js';
+import type { Logger } from '../http/log.js';
+import type { ChoiceOutcome } from './deep-linking.js';
+import { continueChoice, startDeepLinking, startLinkChoice } from './deep-linking.js';
+import { judgeIdToken } from './id-token.js';
+import { placementFor, recordParties } from './launch.js';
+import { startLogin } from './login.js';
+import { askStatePage, refusalPage, registeredPage, storeStatePage } from './pages.js';
+import type { LtiRefusal } from './refusals.js';
+import { refuse } from './refusals.js';
+import { canvasConfiguration, registerDynamically } from './registration.js';
+import { LtiUrls } from './urls.js';
+import { MESSAGE_TYPES } from './vocabulary.js';
+
+/** Form bodies from LMSes are small: an id_token of a few kilobytes. */
+const FORM_LIMIT_BYTES = 256 * 1024;
+
+type Route = (services: Services, req: Request, res: Response, ctx: RouteContext) => Promise<void>;
+
+interface RouteContext {
+  requestId: string;
+  log: Logger;
+}
+
+const ROUTES: Readonly<Record<string, { methods: readonly string[]; handle: Route }>> = {
+  '/lti/register': { methods: ['GET'], handle: register },
+  '/lti/login': { methods: ['GET', 'POST'], handle: login },
+  '/lti/launch': { methods: ['POST'], handle: launch },
+  '/lti/deep-linking': { methods: ['POST'], handle: choice },
+  '/lti/canvas.json': { methods: ['GET'], handle: canvas },
+};
+
+export function ltiRoutes(services: Services): RequestHandler {
+  return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+    const route = ROUTES[req.path];
+    if (!route) {
+      next();
+      return;
+    }
+    const locals = res.locals as RequestLocals & { route?: string; operationId?: string };
+    locals.route = req.path;
+    if (!route.methods.includes(req.method)) {
+      next(new Problem(405, 'method_not_allowed', `${req.method} is not allowed here; allowed: ${route.methods.join(', ')}`, { headers: { Allow: route.methods.join(', ') } }));
+      return;
+    }
+    const log = (locals.log ?? services.log).child({ operation: `lti ${req.path}` });
+    try {
+      await route.handle(services, req, res, { requestId: locals.requestId, log });
+    } catch (err) {
+      if (err instanceof Problem && err.status < 500) {
+        writeRefusal(res, refuse(400, err.code, err.detail), { requestId: locals.requestId, log });
+        return;
+      }
+      log.error('lti route failed', { err });
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      writePage(res, internalErrorPage(locals.requestId));
+    }
+  };
+}
+
+function writeRefusal(res: Response, refusal: LtiRefusal, ctx: RouteContext): void {
+  ctx.log.info('lti request refused', { reason: refusal.reason, code: refusal.code, status: refusal.status });
+  writePage(res, refusalPage(refusal, ctx.requestId));
+}
+
+/** The query (GET) or the form body (POST) as single strings; repeated names keep the first, except `extid`. */
+async function params(req: Request): Promise<{ one: Record<string, string>; all: URLSearchParams }> {
+  let all: URLSearchParams;
+  if (req.method === 'POST') {
+    const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+    if (type !== 'application/x-www-form-urlencoded') {
+      throw new Problem(400, 'not_a_form', 'the request must be an HTML form post');
+    }
+    all = new URLSearchParams((await readRawBody(req, FORM_LIMIT_BYTES)).toString('utf8'));
+  } else {
+    all = new URL(req.originalUrl, 'http://query.invalid').searchParams;
+  }
+  const one: Record<string, string> = {};
+  for (const [name, value] of all) if (!(name in one)) one[name] = value;
+  return { one, all };
+}
+
+function redirect(res: Response, location: string, cookie?: string): void {
+  res.status(cookie === undefined ? 303 : 302);
+  if (cookie !== undefined) res.setHeader('Set-Cookie', cookie);
+  res.setHeader('Location', location);
+  res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('Referrer-Policy', 'no-referrer');
+  res.end();
+}
+
+async function register(services: Services, req: Request, res: Response, ctx: RouteContext): Promise<void> {
+  const { one } = await params(req);
+  const outcome = await registerDynamically(
+    { store: services.store, config: services.config, lms: services.lti.lms },
+    { openidConfiguration: one['openid_configuration'], registrationToken: one['registration_token'] },
+  );
+  if (!outcome.ok) {
+    writeRefusal(res, refuse(outcome.status, 'registration_failed', outcome.reason), ctx);
+    return;
+  }
+  ctx.log.info('lti registration stored', { registration: outcome.registration.id, status: outcome.registration.status });
+  writePage(res, registeredPage({ title: outcome.registration.title, status: outcome.registration.status }));
+}
+
+async function login(services: Services, req: Request, res: Response, ctx: RouteContext): Promise<void> {
+  const { one } = await params(req);
+  const outcome = await startLogin({ store: services.store, clock: services.clock, urls: new LtiUrls(services.config.publicUrl) }, one);
+  if (!outcome.ok) {
+    writeRefusal(res, outcome.refusal, ctx);
+    return;
+  }
+  const auth = await services.lti.lms.check(outcome.registration.authUrl, 'authorization_endpoint');
+  if (!auth.ok) {
+    writeRefusal(res, refuse(502, 'auth_url_rule', auth.message), ctx);
+    return;
+  }
+  if (outcome.storageTarget !== null) {
+    res.setHeader('Set-Cookie', outcome.cookie);
+    writePage(
+      res,
+      storeStatePage({
+        authUrl: outcome.location,
+        storageTarget: outcome.storageTarget,
+        platformOrigin: new URL(outcome.registration.authUrl).origin,
+        state: outcome.state,
+      }),
+    );
+    return;
+  }
+  redirect(res, outcome.location, outcome.cookie);
+}
+
+async function launch(services: Services, req: Request, res: Response, ctx: RouteContext): Promise<void> {
+  const { one } = await params(req);
+  const judged = await judgeIdToken(
+    { store: services.store, clock: services.clock, keys: services.lti.keys },
+    { id_token: one['id_token'], state: one['state'], lti_storage_value: one['lti_storage_value'] },
+    req.headers.cookie,
+  );
+  if (judged.ok === 'ask_storage') {
+    const registration = await services.store.lti.getRegistration(judged.login.registrationId);
+    if (!registration) throw new Error('login without registration');
+    writePage(
+      res,
+      askStatePage({
+        action: new LtiUrls(services.config.publicUrl).launch(),
+        idToken: one['id_token'] ?? '',
+        state: judged.login.state,
+        storageTarget: judged.login.storageTarget ?? '',
+        platformOrigin: new URL(registration.authUrl).origin,
+      }),
+    );
+    return;
+  }
+  if (!judged.ok) {
+    writeRefusal(res, judged.refusal, ctx);
+    return;
+  }
+  const recorded = await recordParties(services, judged.launch);
+  if (!recorded.ok) {
+    writeRefusal(res, recorded.refusal, ctx);
+    return;
+  }
+  const { parties } = recorded;
+  ctx.log.info('lti launch verified', {
+    registration: judged.launch.registration.id,
+    organization: parties.organization.id,
+    context: parties.context.id,
+    message: judged.launch.messageType,
+  });
+  if (judged.launch.messageType === MESSAGE_TYPES.deepLinking) {
+    answerChoice(res, await startDeepLinking(services, judged.launch, parties), ctx);
+    return;
+  }
+  const found = await placementFor(services, judged.launch, parties);
+  if (found.kind === 'refused') {
+    writeRefusal(res, found.refusal, ctx);
+    return;
+  }
+  if (found.kind === 'unknown') {
+    if (parties.staff) {
+      answerChoice(res, await startLinkChoice(services, judged.launch, parties, found.resourceLinkId), ctx);
+      return;
+    }
+    writeRefusal(res, refuse(404, 'link_not_set_up', `resource link ${found.resourceLinkId} has no placement yet`), ctx);
+    return;
+  }
+  // From here a launch is a launch: the ticket and the launch page (tool state, provisioning, the form).
+  const ticket = await issueLaunchTicket(services, { placementId: found.placement.id, memberId: parties.member.id });
+  redirect(res, ticket.launchUrl);
+}
+
+function answerChoice(res: Response, outcome: ChoiceOutcome, ctx: RouteContext): void {
+  if (outcome.kind === 'refused') writeRefusal(res, outcome.refusal, ctx);
+  else if (outcome.kind === 'redirect') redirect(res, outcome.location);
+  else writePage(res, outcome.page);
+}
+
+async function choice(services: Services, req: Request, res: Response, ctx: RouteContext): Promise<void> {
+  const { one, all } = await params(req);
+  const outcome = await continueChoice(services, { key: one['key'], app: one['app'], confirm: one['confirm'], extids: all.getAll('extid') });
+  answerChoice(res, outcome, ctx);
+}
+
+async function canvas(services: Services, _req: Request, res: Response): Promise<void> {
+  res.status(200);
+  res.setHeader('Cache-Control', 'public, max-age=300');
+  res.json(canvasConfiguration(services.config.publicUrl));
+}
+
+export type { RenderedPage };

@@ -1,0 +1,26 @@
+/**
+ * Grades toward real LMSes (decision LTI-16): the score publisher's `schools`. A school whose (issuer,
+ * client) has an active registration publishes to that registration's token endpoint with its client
+ * ID; the line item is the absolute URL the launch's AGS claim gave the placement; every request passes
+ * the endpoint URL rules.
+ */
+import type { LmsPlatform } from '../scores/lms-registry.js';
+import type { OrganizationRecord, Store } from '../store/index.js';
+import type { LmsHttp } from './http.js';
+import { lmsFetch } from './http.js';
+
+export function ltiPlatforms(store: Pick<Store, 'lti'>, lms: LmsHttp): (organization: OrganizationRecord) => Promise<LmsPlatform | null> {
+  const send = lmsFetch(lms, 'lineitem');
+  return async (organization) => {
+    const registration = await store.lti.findRegistration(organization.issuer, organization.client);
+    if (!registration || registration.status !== 'active') return null;
+    return {
+      tokenUrl: registration.tokenUrl,
+      clientId: registration.clientId,
+      ...(registration.tokenAudience !== null ? { assertionAudience: registration.tokenAudience } : {}),
+      lineItemUrl: (_contextId, ref) => ref,
+      transport: (url) => url,
+      fetch: send,
+    };
+  };
+}

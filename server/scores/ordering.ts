@@ -1,0 +1,84 @@
+/**
+ * Scores of one member at one location reach the LMS in `submitted` order (issue 13, decision LTI-16). An
+ * LMS must not apply a score older than the last it applied and may answer 409, so two publications of the
+ * same pair must not overtake each other between reserving their instant and the LMS's answer. Within a
+ * process a keyed FIFO queue orders them; across PostgreSQL instances a transaction-scoped advisory lock on
+ * the pair does (held on one pooled connection for the publication's length). SQLite takes no lock: one
+ * process owns the file, and a write transaction there would stop every other writer.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { lockName } from '../store/pg-locks.js';
+import type { Store } from '../store/index.js';
+
+/**
+ * Pairs holding their PostgreSQL lock at once, per process: each holds one pooled connection while its
+ * publication needs others, so they must not take the whole pool (default 10 connections).
+ */
+export const MAX_LOCKED_PUBLICATIONS = 4;
+
+class Semaphore {
+  #free: number;
+  readonly #waiting: Array<() => void> = [];
+  constructor(size: number) {
+    this.#free = size;
+  }
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.#free > 0) this.#free -= 1;
+    else await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    try {
+      return await fn();
+    } finally {
+      const next = this.#waiting.shift();
+      if (next) next();
+      else this.#free += 1;
+    }
+  }
+}
+
+const lockHolders = new WeakMap<object, Semaphore>();
+
+const queues = new WeakMap<object, Map<string, Promise<void>>>();
+
+function queueOf(store: object): Map<string, Promise<void>> {
+  let queue = queues.get(store);
+  if (!queue) {
+    queue = new Map();
+    queues.set(store, queue);
+  }
+  return queue;
+}
+
+/** Runs `fn` (reserve the instant, publish) after every earlier call for the same pair has finished. */
+export function inSubmittedOrder<T>(store: Pick<Store, 'driver'>, memberId: string, locationId: string, fn: () => Promise<T>): Promise<T> {
+  const key = `score-order:${memberId}:${locationId}`;
+  const queue = queueOf(store);
+  const previous = queue.get(key) ?? Promise.resolve();
+  const run = previous.then(() => (store.driver.dialect === 'postgres' ? underLock(store, key, fn) : fn()));
+  const settled = run.then(
+    () => undefined,
+    () => undefined,
+  );
+  queue.set(key, settled);
+  void settled.then(() => {
+    if (queue.get(key) === settled) queue.delete(key);
+  });
+  return run;
+}
+
+function underLock<T>(store: Pick<Store, 'driver'>, key: string, fn: () => Promise<T>): Promise<T> {
+  let holders = lockHolders.get(store);
+  if (!holders) {
+    holders = new Semaphore(MAX_LOCKED_PUBLICATIONS);
+    lockHolders.set(store, holders);
+  }
+  // The publication runs outside the lock's transaction (its statements are its own, on other
+  // connections): the transaction only holds the advisory lock, no row the publication could need.
+  const outside = AsyncLocalStorage.snapshot();
+  return holders.run(() =>
+    store.driver.transaction(async (tx) => {
+      await lockName(tx, key);
+      return outside(fn);
+    }),
+  );
+}
+

@@ -1,0 +1,329 @@
+/**
+ * Deep Linking and grades toward a real (Moodle-shaped, loopback) LMS (issue 13; decisions LTI-13 to
+ * LTI-16): the picker over LTI, the signed LtiDeepLinkingResponse, a launch of the placed link reaching
+ * the tool with the AGS line item, grade.submit publishing to the LMS with one token for many scores, a
+ * burst of concurrent regrades reaching the gradebook in `submitted` order, no line item, and a course
+ * copy found through the copied link.
+ */
+import { request } from 'node:http';
+import { createRemoteJWKSet, jwtVerify } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registerManually } from '../../../server/lti/registration.js';
+import type { TestServer, Tool } from '../harness.js';
+import { createTool, startServer, TEST_STORE } from '../harness.js';
+import type { ToolServer } from '../outbound/fixtures.js';
+import { answer, setUrls, startToolServer } from '../outbound/fixtures.js';
+import type { LmsFixture } from './lms-fixture.js';
+import { ROLES, startLms } from './lms-fixture.js';
+import { login, postIdToken } from './support.js';
+
+let server: TestServer;
+let lms: LmsFixture;
+let tool: Tool;
+let toolServer: ToolServer;
+const CONTEXT = 'moodle-course-42';
+
+beforeAll(async () => {
+  server = await startServer({ config: { allowLoopbackTools: true } });
+  lms = await startLms('moodle');
+  lms.setServiceJwks(`${server.url}/.well-known/jwks.json`);
+  toolServer = await startToolServer();
+  toolServer.route('/launch', answer.text('<p>tool</p>', 200, 'text/html'));
+  toolServer.route(
+    '/locations',
+    answer.json({
+      message: 'Pick the week',
+      locations: { 'quiz-1': { type: 'assessment', label: 'Week 1 quiz', points: 20 } },
+      grouped_locations: [{ label: 'Readings', locations: { 'reading-1': { type: 'content', label: 'Chapter 1' } } }],
+    }),
+  );
+  tool = await createTool(server, { name: 'Statistics Lab' });
+  await createTool(server, { name: 'Draft Only', status: 'draft' });
+  await setUrls(server, tool.app.id, { callbackUrl: toolServer.url('/launch'), locationsUrl: toolServer.url('/locations') });
+  const saved = await registerManually(
+    { store: server.services.store, config: server.services.config, lms: server.services.lti.lms },
+    { issuer: lms.issuer, clientId: lms.clientId, deployments: [lms.deploymentId], authUrl: lms.urls.auth, tokenUrl: lms.urls.token, jwksUrl: lms.urls.jwks },
+  );
+  if (!saved.ok) throw new Error(saved.message);
+  await server.services.store.lti.setStatus(saved.registration.id, 'active');
+}, 60_000);
+
+afterAll(async () => {
+  await toolServer?.close();
+  await lms?.close();
+  await server?.stop();
+});
+
+function postJson(url: string, token: string, body: unknown): Promise<unknown> {
+  const data = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', agent: false, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(data)) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve(JSON.parse(Buffer.concat(chunks).toString('utf8'))));
+    });
+    req.on('error', reject);
+    req.end(data);
+  });
+}
+
+function hidden(html: string, name: string): string {
+  return new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1] ?? '';
+}
+
+function form(fields: Array<[string, string]>): RequestInit {
+  return { method: 'POST', redirect: 'manual', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() };
+}
+
+interface ContentItem {
+  type: string;
+  title: string;
+  url: string;
+  custom: Record<string, string>;
+  lineItem?: { scoreMaximum: number; label: string; resourceId: string; tag: string };
+}
+
+let items: ContentItem[] = [];
+
+async function launchLink(input: { sub: string; roles: string[]; resourceLinkId: string; custom: Record<string, string>; lineItem?: string | null; contextId?: string }): Promise<{ status: number; claims: Record<string, unknown> | null }> {
+  const started = await login(server, lms);
+  const idToken = await lms.idToken(
+    lms.resourceLinkClaims({ nonce: started.nonce, contextId: input.contextId ?? CONTEXT, ...input, lineItem: input.lineItem ?? null }),
+  );
+  const res = await postIdToken(server, idToken, started.state, started.cookie);
+  if (res.status !== 303) return { status: res.status, claims: null };
+  const page = await fetch(res.headers.get('location') ?? '');
+  const html = await page.text();
+  const token = hidden(html, 'launch_data');
+  return { status: page.status, claims: token ? (JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as Record<string, unknown>) : null };
+}
+
+describe('Deep Linking', () => {
+  it('an instructor picks a tool (active tools only, by name), then its live locations; the LMS gets a signed response', async () => {
+    const started = await login(server, lms);
+    const idToken = await lms.idToken(lms.deepLinkingClaims({ nonce: started.nonce, sub: 'teacher-1', roles: [ROLES.instructor], contextId: CONTEXT, data: 'opaque:data/123' }));
+    const tools = await postIdToken(server, idToken, started.state, started.cookie);
+    expect(tools.status).toBe(200);
+    const toolsHtml = await tools.text();
+    expect(toolsHtml).toContain('Statistics Lab');
+    expect(toolsHtml).not.toContain('Draft Only');
+    const key = hidden(toolsHtml, 'key');
+
+    const locations = await fetch(`${server.url}/lti/deep-linking`, form([['key', key], ['app', tool.app.id]]));
+    expect(locations.status).toBe(200);
+    const locationsHtml = await locations.text();
+    expect(locationsHtml).toContain('Pick the week');
+    expect(locationsHtml).toContain('Week 1 quiz');
+    expect(locationsHtml).toMatch(/<details>\s*<summary><label><input type="checkbox" data-group="1"> Readings \(1\)/);
+
+    const confirmed = await fetch(
+      `${server.url}/lti/deep-linking`,
+      form([['key', key], ['app', tool.app.id], ['confirm', '1'], ['extid', 'quiz-1'], ['extid', 'reading-1']]),
+    );
+    expect(confirmed.status).toBe(200);
+    const html = await confirmed.text();
+    expect(html).toContain(`action="${lms.origin}/deep_linking_return"`);
+    const jwt = hidden(html, 'JWT');
+    const { payload, protectedHeader } = await jwtVerify(jwt, createRemoteJWKSet(new URL(`${server.url}/.well-known/jwks.json`)), {
+      issuer: lms.clientId,
+      audience: lms.issuer,
+    });
+    expect(typeof protectedHeader.kid).toBe('string');
+    expect(payload).toMatchObject({
+      'https://purl.imsglobal.org/spec/lti/claim/message_type': 'LtiDeepLinkingResponse',
+      'https://purl.imsglobal.org/spec/lti/claim/version': '1.3.0',
+      'https://purl.imsglobal.org/spec/lti/claim/deployment_id': lms.deploymentId,
+      'https://purl.imsglobal.org/spec/lti-dl/claim/data': 'opaque:data/123',
+    });
+    expect(typeof payload['nonce']).toBe('string');
+    items = payload['https://purl.imsglobal.org/spec/lti-dl/claim/content_items'] as ContentItem[];
+    expect(items).toHaveLength(2);
+    expect(items[0]).toMatchObject({ type: 'ltiResourceLink', title: 'Week 1 quiz', url: `${server.url}/lti/launch`, lineItem: { scoreMaximum: 20, label: 'Week 1 quiz', tag: 'quiz-1' } });
+    expect(items[1]?.lineItem).toBeUndefined();
+    // The choice is used up: a second confirmation places nothing.
+    const again = await fetch(`${server.url}/lti/deep-linking`, form([['key', key], ['app', tool.app.id], ['confirm', '1'], ['extid', 'quiz-1']]));
+    expect(again.status).toBe(400);
+  });
+
+  it('a student cannot open the picker', async () => {
+    const started = await login(server, lms);
+    const idToken = await lms.idToken(lms.deepLinkingClaims({ nonce: started.nonce, sub: 'student-x', roles: [ROLES.learner], contextId: CONTEXT }));
+    expect((await postIdToken(server, idToken, started.state, started.cookie)).status).toBe(403);
+  });
+});
+
+describe('launching the placed link, and grades', () => {
+  let submit = '';
+  let apiToken = '';
+
+  it('the LMS link of a content item launches its placement with the line item the AGS claim names', async () => {
+    const quiz = items[0] as ContentItem;
+    const launched = await launchLink({ sub: 'student-1', roles: [ROLES.learner], resourceLinkId: 'moodle-rl-1', custom: quiz.custom, lineItem: lms.urls.lineItem(5) });
+    expect(launched.status).toBe(200);
+    const claims = launched.claims as { grade: { submit: string }; api: { token: string }; location: { extid: string } };
+    expect(claims.location.extid).toBe('quiz-1');
+    submit = claims.grade.submit;
+    apiToken = claims.api.token;
+    expect(submit).toMatch(/\/scores$/);
+  });
+
+  it('grade.submit publishes to the LMS: one token for several scores, userId the sub, timestamp the submitted', async () => {
+    const tokenRequests = lms.to('/mod/lti/token.php').length;
+    for (const score of [0.5, 0.75]) {
+      const res = await fetch(submit, { method: 'POST', headers: { authorization: `Bearer ${apiToken}`, 'content-type': 'application/json' }, body: JSON.stringify({ score }) });
+      expect(res.status).toBe(200);
+      const attempt = (await res.json()) as { status: string; submitted: string };
+      expect(attempt.status).toBe('success');
+      const sent = lms.scores.at(-1);
+      expect(sent?.lineItem).toBe('/lineitems/5?type_id=1');
+      expect(sent?.score).toMatchObject({ userId: 'student-1', scoreGiven: score * 20, scoreMaximum: 20, timestamp: attempt.submitted });
+    }
+    expect(lms.to('/mod/lti/token.php').length - tokenRequests).toBe(1);
+  });
+
+  it('a burst of 20 concurrent regrades: none fails, and the gradebook ends on the latest submitted', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        fetch(submit, { method: 'POST', headers: { authorization: `Bearer ${apiToken}`, 'content-type': 'application/json' }, body: JSON.stringify({ score: (i + 1) / 20 }) }).then(
+          (r) => r.json() as Promise<{ status: string; submitted: string; score: number }>,
+        ),
+      ),
+    );
+    expect(results.filter((r) => r.status !== 'success')).toEqual([]);
+    const latest = results.reduce((a, b) => (a.submitted > b.submitted ? a : b));
+    const cell = lms.gradebook.get('/lineitems/5?type_id=1\nstudent-1');
+    expect(cell?.timestamp).toBe(latest.submitted);
+    expect(cell?.scoreGiven).toBe(latest.score * 20);
+    expect(lms.scores.filter((s) => s.status === 409)).toEqual([]);
+  });
+
+  it.runIf(TEST_STORE === 'postgres')('across two instances on one PostgreSQL database, a burst still reaches the LMS in submitted order', async () => {
+    const other = await startServer({ dataDir: server.dataDir, config: { allowLoopbackTools: true } });
+    try {
+      const path = new URL(submit).pathname;
+      // Fresh connections (no keep-alive pool shared with earlier tests), half to each instance.
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          postJson(`${i % 2 === 0 ? server.url : other.url}${path}`, apiToken, { score: (20 - i) / 20 }) as Promise<{ status: string; submitted: string; score: number }>,
+        ),
+      );
+      expect(results.filter((r) => r.status !== 'success')).toEqual([]);
+      const latest = results.reduce((a, b) => (a.submitted > b.submitted ? a : b));
+      expect(lms.gradebook.get('/lineitems/5?type_id=1\nstudent-1')?.timestamp).toBe(latest.submitted);
+      expect(lms.scores.filter((x) => x.status === 409)).toEqual([]);
+    } finally {
+      await other.stop();
+    }
+  });
+
+  it('max_score without the LMS line-item scope is a failed attempt saying so', async () => {
+    lms.token.grantLineItem = false;
+    try {
+      const res = await fetch(submit, { method: 'POST', headers: { authorization: `Bearer ${apiToken}`, 'content-type': 'application/json' }, body: JSON.stringify({ score: 1, max_score: 25 }) });
+      const attempt = (await res.json()) as { status: string; data: { error: string } };
+      expect(attempt.status).toBe('failed');
+      expect(attempt.data.error).toMatch(/line-item scope/);
+    } finally {
+      lms.token.grantLineItem = true;
+    }
+  });
+
+  it('an assessment placement with no line item from the LMS: failed, data.response null', async () => {
+    const started = await login(server, lms);
+    const dl = await lms.idToken(lms.deepLinkingClaims({ nonce: started.nonce, sub: 'teacher-1', roles: [ROLES.instructor], contextId: 'course-nocolumn' }));
+    const key = hidden(await (await postIdToken(server, dl, started.state, started.cookie)).text(), 'key');
+    await (await fetch(`${server.url}/lti/deep-linking`, form([['key', key], ['app', tool.app.id]]))).text();
+    const html = await (await fetch(`${server.url}/lti/deep-linking`, form([['key', key], ['app', tool.app.id], ['confirm', '1'], ['extid', 'quiz-1']]))).text();
+    const { payload } = await jwtVerify(hidden(html, 'JWT'), createRemoteJWKSet(new URL(`${server.url}/.well-known/jwks.json`)));
+    const item = (payload['https://purl.imsglobal.org/spec/lti-dl/claim/content_items'] as ContentItem[])[0] as ContentItem;
+    const launched = await launchLink({ sub: 'student-2', roles: [ROLES.learner], resourceLinkId: 'rl-nocolumn', custom: item.custom, contextId: 'course-nocolumn' });
+    const claims = launched.claims as { grade: { submit: string | null }; context: string; location: { id: string }; user: { member: string } };
+    // No line item: the tool is told there is no gradebook column; a score sent anyway fails without reaching the LMS.
+    expect(claims.grade.submit).toBeNull();
+    const before = lms.scores.length;
+    const res = await fetch(`${server.url}/v1/contexts/${claims.context}/apps/${tool.app.id}/locations/${claims.location.id}/members/${claims.user.member}/scores`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tool.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ score: 0.5 }),
+    });
+    const attempt = (await res.json()) as { status: string; data: { error: string; response: unknown } };
+    expect(attempt.status).toBe('failed');
+    expect(attempt.data.error).toMatch(/has no line item/);
+    expect(attempt.data.response).toBeNull();
+    expect(lms.scores.length).toBe(before);
+  });
+
+  it('archived launch-keyed grades (2026-08-25) of a real-LMS launch reach the LMS', async () => {
+    const pinned = await createTool(server, { name: 'Archived Quiz', contractVersion: '2026-08-25' });
+    await setUrls(server, pinned.app.id, { callbackUrl: toolServer.url('/launch') });
+    const org = await server.services.store.organizations.find(lms.issuer, lms.clientId, lms.deploymentId);
+    const context = await server.services.store.contexts.findByExternal(org?.id ?? '', CONTEXT);
+    const [location] = await server.services.store.locations.syncServed(pinned.app.id, [{ extid: 'final', type: 'assessment', label: 'Final', points: 10 }]);
+    const placement = await server.services.launches.place({
+      appId: pinned.app.id,
+      contextId: context?.id ?? '',
+      locationId: location?.id ?? '',
+      lineItem: false,
+    });
+    const launched = await launchLink({
+      sub: 'student-9',
+      roles: [ROLES.learner],
+      resourceLinkId: 'rl-archived',
+      custom: { tis_placement: placement.resourceLink },
+      lineItem: lms.urls.lineItem(9),
+    });
+    expect(launched.status).toBe(200);
+    const claims = launched.claims as { launch_id: string; grade_passback: boolean };
+    expect(claims.grade_passback).toBe(true);
+    const res = await fetch(`${server.url}/v1/grades`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${pinned.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ launch_id: claims.launch_id, score: 0.7 }),
+    });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ sync_status: 'synced', score: 0.7 });
+    expect(lms.scores.at(-1)).toMatchObject({ lineItem: '/lineitems/9?type_id=1', score: { userId: 'student-9', scoreGiven: 7 } });
+  });
+
+  it('a course copy: the copied link names the old course\'s placement; the copy provisions with parent_context and parent_location', async () => {
+    toolServer.route('/provision', answer.provisioning());
+    await setUrls(server, tool.app.id, { provisionUrl: toolServer.url('/provision') });
+    const quiz = items[0] as ContentItem;
+    const started = await login(server, lms);
+    const idToken = await lms.idToken(
+      lms.resourceLinkClaims({
+        nonce: started.nonce,
+        sub: 'student-1',
+        roles: [ROLES.learner],
+        contextId: 'moodle-course-42-2027',
+        resourceLinkId: 'moodle-rl-1-copy',
+        custom: { ...quiz.custom, context_history: `${CONTEXT},moodle-course-41` },
+        lineItem: lms.urls.lineItem(6),
+      }),
+    );
+    const res = await postIdToken(server, idToken, started.state, started.cookie);
+    expect(res.status).toBe(303);
+    const launchUrl = res.headers.get('location') ?? '';
+    // The launch page shows Provisioning (202) until the tool has PUT both levels.
+    let status = 0;
+    for (let i = 0; i < 50 && status !== 200; i += 1) {
+      const page = await fetch(launchUrl);
+      status = page.status;
+      await page.text();
+      if (status === 202) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(status).toBe(200);
+    const org = await server.services.store.organizations.find(lms.issuer, lms.clientId, lms.deploymentId);
+    const copy = await server.services.store.contexts.findByExternal(org?.id ?? '', 'moodle-course-42-2027');
+    const original = await server.services.store.contexts.findByExternal(org?.id ?? '', CONTEXT);
+    expect(copy?.parentContextId).toBe(original?.id);
+    const provisions = toolServer.to('/provision').map((r) => {
+      const token = r.form.get('launch_data') ?? '';
+      return JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as { context: string; storage: { parent_context?: string; parent_location?: string } };
+    });
+    const forCopy = provisions.filter((c) => c.context === copy?.id);
+    expect(forCopy.length).toBeGreaterThan(0);
+    expect(forCopy.every((c) => c.storage.parent_context?.includes(original?.id ?? 'none'))).toBe(true);
+    expect(forCopy.some((c) => typeof c.storage.parent_location === 'string')).toBe(true);
+  });
+});

@@ -1,0 +1,116 @@
+/**
+ * LMS registrations through the dashboard API and `tis lms` (decisions LTI-06, LTI-07): add by hand
+ * (pending; URL rules with the field's name), list, show, activate, deactivate, platform team only; and
+ * `LMS_AUTO_ACTIVATE=1` activating a Dynamic Registration on arrival.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { run } from '../../../bin/tis.js';
+import type { TestServer } from '../harness.js';
+import { startServer } from '../harness.js';
+import type { LmsFixture } from './lms-fixture.js';
+import { startLms } from './lms-fixture.js';
+
+let server: TestServer;
+let lms: LmsFixture;
+let token: string;
+
+beforeAll(async () => {
+  server = await startServer({ config: { allowLoopbackTools: true, lmsAutoActivate: true } });
+  lms = await startLms('moodle');
+  token = readFileSync(join(server.dataDir, 'platform-token'), 'utf8').trim();
+}, 60_000);
+
+afterAll(async () => {
+  await lms?.close();
+  await server?.stop();
+});
+
+async function tis(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await run(argv, { TIS_URL: server.url, TIS_TOKEN: token }, { out: (l) => out.push(l), err: (l) => err.push(l) });
+  return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
+function api(path: string, init: RequestInit & { bearer?: string } = {}): Promise<Response> {
+  return fetch(`${server.url}${path}`, {
+    ...init,
+    headers: { Authorization: `Bearer ${init.bearer ?? token}`, ...(init.body ? { 'Content-Type': 'application/json' } : {}) },
+  });
+}
+
+describe('manual registration', () => {
+  it('tis lms add stores a pending registration even with LMS_AUTO_ACTIVATE=0; list, show, activate, deactivate', async () => {
+    const off = await startServer({ config: { allowLoopbackTools: true, lmsAutoActivate: false } });
+    try {
+      const offToken = readFileSync(join(off.dataDir, 'platform-token'), 'utf8').trim();
+      const cli = async (...argv: string[]): Promise<{ code: number; out: string }> => {
+        const out: string[] = [];
+        const code = await run(argv, { TIS_URL: off.url, TIS_TOKEN: offToken }, { out: (l) => out.push(l), err: (l) => out.push(l) });
+        return { code, out: out.join('\n') };
+      };
+      const added = await cli(
+        'lms', 'add', '--json',
+        '--issuer', 'https://canvas.instructure.com',
+        '--client-id', '10000000000042',
+        '--deployment', '12:8865aa05b4b79b64a91a86042e43af5ea8ae79eb',
+        '--deployment', '13:abc',
+        '--auth-url', lms.urls.auth,
+        '--token-url', lms.urls.token,
+        '--jwks-url', lms.urls.jwks,
+        '--title', 'Northwind Canvas',
+      );
+      expect(added.code).toBe(0);
+      const registration = JSON.parse(added.out) as { id: string; status: string; deployments: string[]; method: string };
+      expect(registration).toMatchObject({ status: 'pending', method: 'manual', deployments: ['12:8865aa05b4b79b64a91a86042e43af5ea8ae79eb', '13:abc'] });
+      expect((await cli('lms', 'list')).out).toContain(`${registration.id} pending https://canvas.instructure.com client 10000000000042 (2 deployments)`);
+      expect((await cli('lms', 'show', registration.id)).out).toContain('deployments: 12:8865aa05b4b79b64a91a86042e43af5ea8ae79eb, 13:abc');
+      expect((await cli('lms', 'activate', registration.id)).out).toBe(`${registration.id} is active`);
+      expect((await cli('lms', 'deactivate', registration.id)).out).toBe(`${registration.id} is inactive`);
+      const missing = await cli('lms', 'show', 'lreg_nothere');
+      expect(missing.code).toBe(1);
+      expect(missing.out).toContain('lms registration lreg_nothere not found (HTTP 404)');
+      expect((await cli('lms', 'add', '--issuer', 'https://x.example')).code).toBe(2);
+    } finally {
+      await off.stop();
+    }
+  });
+
+  it('refuses an LMS URL that breaks the URL rules, naming the field; stores nothing', async () => {
+    const res = await api('/dashboard/v1/lms', {
+      method: 'POST',
+      body: JSON.stringify({
+        issuer: 'https://blackboard.com',
+        client_id: 'global-client',
+        deployments: ['inst-1'],
+        auth_url: lms.urls.auth,
+        token_url: 'http://10.0.0.5/token',
+        jwks_url: lms.urls.jwks,
+      }),
+    });
+    expect(res.status).toBe(422);
+    expect(((await res.json()) as { detail: string }).detail).toBe('token_url must be an absolute https:// URL');
+    expect(((await (await api('/dashboard/v1/lms')).json()) as { registrations: unknown[] }).registrations).toHaveLength(0);
+  });
+
+  it('is the platform team\'s alone', async () => {
+    const res = await api('/dashboard/v1/lms', { bearer: 'tisb_notaplatformtokenatallxxxxxxxxxxxxxxxxxxxxx' });
+    expect(res.status).toBe(401);
+  });
+});
+
+describe('LMS_AUTO_ACTIVATE=1', () => {
+  it('a Dynamic Registration arrives active, and its LMS can log in at once', async () => {
+    const res = await fetch(`${server.url}/lti/register?${new URLSearchParams({ openid_configuration: lms.urls.openidConfiguration, registration_token: 'reg-token-1' })}`);
+    expect(res.status).toBe(200);
+    const list = (await (await api('/dashboard/v1/lms')).json()) as { registrations: Array<{ status: string; method: string; client_id: string }> };
+    expect(list.registrations).toEqual([expect.objectContaining({ status: 'active', method: 'dynamic', client_id: lms.clientId })]);
+    const login = await fetch(
+      `${server.url}/lti/login?${new URLSearchParams({ iss: lms.issuer, client_id: lms.clientId, login_hint: 'h', target_link_uri: `${server.url}/lti/launch` })}`,
+      { redirect: 'manual' },
+    );
+    expect(login.status).toBe(302);
+  });
+});
