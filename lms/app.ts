@@ -16,7 +16,7 @@ import { handleControl } from './controls.js';
 import { deepLinkingReturn } from './deep-linking.js';
 import { LmsError, readForm, sendJson, singleValues } from './http.js';
 import { PlatformKeys } from './keys.js';
-import { authorize, startLaunch } from './launch.js';
+import { authorize, platformStorageFrame, startLaunch } from './launch.js';
 import type { LmsClock, LmsFetch, Platform } from './platform.js';
 import { PATHS } from './platform.js';
 import type { LmsProfileName } from './profiles.js';
@@ -83,7 +83,8 @@ export async function createReferenceLms(options: ReferenceLmsOptions): Promise<
       return sendJson(res, answer.status, answer.body, 'application/json', { Pragma: 'no-cache' });
     }
     if (path === PATHS.deepLinkingReturn && method === 'POST') return deepLinkingReturn(platform, req, res);
-    if (path.startsWith(PATHS.launch) && method === 'GET') return startLaunch(platform, res, path.slice(PATHS.launch.length));
+    if (path.startsWith(PATHS.launch) && method === 'GET') return startLaunch(platform, res, path.slice(PATHS.launch.length), query.get('frame') === '1');
+    if (path === PATHS.platformStorage && method === 'GET') return platformStorageFrame(res);
     if (path === '/controls' || path.startsWith('/controls/')) return handleControl(platform, req, res, path.slice('/controls'.length));
     const ags = platform.profile.parseAgsPath(path);
     if (ags) return handleAgs(platform, accessTokenOf(platform, req), ags, req, res, query);

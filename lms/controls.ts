@@ -264,6 +264,7 @@ const ROUTES: [string, RegExp, Route][] = [
         access_token_ttl_seconds: positiveInteger(b, 'access_token_ttl_seconds', now.access_token_ttl_seconds),
         id_token_ttl_seconds: positiveInteger(b, 'id_token_ttl_seconds', now.id_token_ttl_seconds),
         launch_ttl_seconds: positiveInteger(b, 'launch_ttl_seconds', now.launch_ttl_seconds),
+        platform_storage: optionalBoolean(b, 'platform_storage', now.platform_storage),
       };
       putSettings(p, next);
       sendJson(res, 200, next);

@@ -59,7 +59,7 @@ export function issueResourceLinkLaunch(platform: Platform, input: { resourceLin
     resource_link_id: link.id,
     sub: input.sub,
     target_link_uri: link.url ?? registration.target_link_uri,
-    storage_target: platform.profile.storageTarget,
+    storage_target: storageTargetOf(platform),
     return_url: input.returnUrl ?? null,
     data: null,
   });
@@ -82,10 +82,33 @@ export function issueDeepLinkingLaunch(platform: Platform, input: { courseId: st
     resource_link_id: null,
     sub: input.sub,
     target_link_uri: dl.target_link_uri ?? registration.target_link_uri,
-    storage_target: platform.profile.storageTarget,
+    storage_target: storageTargetOf(platform),
     return_url: input.returnUrl ?? null,
     data: randomBytes(24).toString('base64url'),
   });
+}
+
+function storageTargetOf(platform: Platform): string | null {
+  return settingsOf(platform).platform_storage ? platform.profile.storageTarget : null;
+}
+
+/**
+ * The platform side of the LTI Platform Storage spec (`lti.capabilities`, `lti.put_data`, `lti.get_data`),
+ * kept per tool origin in the page's memory, which lives as long as the LMS page around the tool's frame.
+ */
+const STORAGE_SCRIPT =
+  '(function(){var store={};window.addEventListener("message",function(e){var d=e.data;' +
+  'if(!d||typeof d!=="object"||typeof d.subject!=="string"||!e.source)return;var reply;var k=e.origin+"\\n"+d.key;' +
+  'if(d.subject==="lti.capabilities"){reply={subject:"lti.capabilities.response",message_id:d.message_id,' +
+  'supported_messages:[{subject:"lti.put_data"},{subject:"lti.get_data"}]};}' +
+  'else if(d.subject==="lti.put_data"){if(typeof d.key!=="string"){reply={subject:"lti.put_data.response",message_id:d.message_id,error:{code:"bad_request",message:"key is required"}};}' +
+  'else{store[k]=d.value;reply={subject:"lti.put_data.response",message_id:d.message_id,key:d.key,value:d.value};}}' +
+  'else if(d.subject==="lti.get_data"){reply={subject:"lti.get_data.response",message_id:d.message_id,key:d.key,value:store[k]};}' +
+  'else{return;}e.source.postMessage(reply,e.origin);});})();';
+
+/** `GET /platform-storage`: the named frame a Canvas-shaped launch offers beside the tool's. */
+export function platformStorageFrame(res: ServerResponse): void {
+  sendHtml(res, 200, 'Platform storage', `<script>${STORAGE_SCRIPT}</script>`);
 }
 
 function liveMessage(platform: Platform, hint: string): MessageRow | null {
@@ -93,12 +116,30 @@ function liveMessage(platform: Platform, hint: string): MessageRow | null {
   return row && row.expires > platform.clock.nowMs() ? row : null;
 }
 
-/** `GET /launch/{hint}`: the browser goes to the tool's login initiation (third-party initiated login). */
-export function startLaunch(platform: Platform, res: ServerResponse, hint: string): void {
+/**
+ * `GET /launch/{hint}`: the browser goes to the tool's login initiation (third-party initiated login). A
+ * launch offering platform storage first answers the LMS's page with the tool in a frame (`?frame=1` is
+ * that frame's own request), as LMSes that offer it open tools.
+ */
+export function startLaunch(platform: Platform, res: ServerResponse, hint: string, framed = false): void {
   const message = liveMessage(platform, hint);
   const registration = message ? registrationOf(platform.db, message.client_id) : null;
   if (!message || !registration) {
     sendHtml(res, 404, 'Launch not found', '<h1>Launch not found</h1><p>This launch link is unknown, used or expired.</p>');
+    return;
+  }
+  if (message.storage_target && !framed) {
+    const frameUrl = urlOf(platform, `${PATHS.launch}${encodeURIComponent(hint)}?frame=1`);
+    const storage =
+      message.storage_target === '_parent'
+        ? `<script>${STORAGE_SCRIPT}</script>`
+        : `<iframe name="${escapeHtml(message.storage_target)}" src="${escapeHtml(urlOf(platform, PATHS.platformStorage))}" hidden></iframe>`;
+    sendHtml(
+      res,
+      200,
+      registration.client_name,
+      `${storage}<iframe id="tool" name="tool" title="${escapeHtml(registration.client_name)}" src="${escapeHtml(frameUrl)}" style="width:100%;height:90vh;border:0"></iframe>`,
+    );
     return;
   }
   const login = new URL(registration.initiate_login_uri);

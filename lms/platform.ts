@@ -32,12 +32,18 @@ export interface LmsSettings {
   id_token_ttl_seconds: number;
   /** How long a launch URL (and its login hint) may wait before the browser opens it. */
   launch_ttl_seconds: number;
+  /**
+   * Whether launches offer platform storage (`lti_storage_target`): the launch opens the tool in a frame
+   * of an LMS page that answers `lti.put_data` and `lti.get_data`, for browsers that block the tool's cookies.
+   */
+  platform_storage: boolean;
 }
 
 export const DEFAULT_SETTINGS: Readonly<LmsSettings> = {
   access_token_ttl_seconds: 3600,
   id_token_ttl_seconds: 300,
   launch_ttl_seconds: 300,
+  platform_storage: false,
 };
 
 export function settingsOf(platform: Pick<Platform, 'db'>): LmsSettings {
@@ -90,6 +96,7 @@ export const PATHS = {
   token: '/token',
   deepLinkingReturn: '/deep-linking/return',
   launch: '/launch/',
+  platformStorage: '/platform-storage',
   registrationPage: '/admin/register',
 } as const;
 

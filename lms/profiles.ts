@@ -39,8 +39,11 @@ export interface LmsProfile {
   parseAgsPath(pathname: string): AgsTarget | null;
   /** Whether login initiation carries `lti_deployment_id` (Canvas leaves it out). */
   readonly sendsDeploymentAtLogin: boolean;
-  /** The `lti_storage_target` the platform offers at login, or null for none. */
-  readonly storageTarget: string | null;
+  /**
+   * The frame a tool posts its platform-storage messages to (`lti_storage_target`), when the LMS offers
+   * platform storage (the `platform_storage` setting): `_parent`, or a named frame beside the tool's.
+   */
+  readonly storageTarget: string;
   /** Custom substitution variables beyond the common ones (`$Context.id.history` and the rest). */
   extraVariables(courseHistory: readonly string[]): Record<string, string>;
 }
@@ -70,7 +73,7 @@ const reference: LmsProfile = {
     return { courseId: decodeURIComponent(m[1]), lineItemId: m[2] ? decodeURIComponent(m[2]) : null, scores: m[3] === 'scores', results: m[3] === 'results' };
   },
   sendsDeploymentAtLogin: true,
-  storageTarget: null,
+  storageTarget: '_parent',
   extraVariables: () => ({}),
 };
 
@@ -95,7 +98,7 @@ const canvas: LmsProfile = {
     return { courseId: decodeURIComponent(m[1]), lineItemId: m[2] ? decodeURIComponent(m[2]) : null, scores: m[3] === 'scores', results: m[3] === 'results' };
   },
   sendsDeploymentAtLogin: false,
-  storageTarget: null,
+  storageTarget: 'post_message_forwarding',
   extraVariables: (history) => ({ '$Canvas.course.previousContextIds': history.join(',') }),
 };
 
@@ -117,7 +120,7 @@ const moodle: LmsProfile = {
     return { courseId: decodeURIComponent(m[1]), lineItemId: m[2] ? decodeURIComponent(m[2]) : null, scores: m[3] === 'scores', results: m[3] === 'results' };
   },
   sendsDeploymentAtLogin: true,
-  storageTarget: null,
+  storageTarget: '_parent',
   extraVariables: () => ({}),
 };
 
