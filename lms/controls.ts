@@ -6,6 +6,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
+  clearScores,
   copyCourse,
   courseJson,
   createCourse,
@@ -100,7 +101,7 @@ const ROUTES: [string, RegExp, Route][] = [
     /^\/deployments$/,
     async (p, req, res) => {
       const b = await body(req);
-      const d = createDeployment(p, stringField(b, 'client_id', true), stringField(b, 'title') ?? 'School');
+      const d = createDeployment(p, stringField(b, 'client_id', true), stringField(b, 'title') ?? 'School', stringField(b, 'deployment_id'));
       sendJson(res, 201, { deployment_id: d.deployment_id, client_id: d.client_id, title: d.title });
     },
   ],
@@ -124,7 +125,13 @@ const ROUTES: [string, RegExp, Route][] = [
     /^\/courses$/,
     async (p, req, res) => {
       const b = await body(req);
-      const course = createCourse(p, { deployment_id: stringField(b, 'deployment_id', true), title: stringField(b, 'title', true), label: stringField(b, 'label', true) });
+      const id = stringField(b, 'id');
+      const course = createCourse(p, {
+        ...(id !== undefined ? { id } : {}),
+        deployment_id: stringField(b, 'deployment_id', true),
+        title: stringField(b, 'title', true),
+        label: stringField(b, 'label', true),
+      });
       sendJson(res, 201, courseJson(p, course));
     },
   ],
@@ -149,7 +156,9 @@ const ROUTES: [string, RegExp, Route][] = [
       const title = stringField(b, 'title');
       const label = stringField(b, 'label');
       const deployment = stringField(b, 'deployment_id');
+      const id = stringField(b, 'id');
       const copy = copyCourse(p, decodeURIComponent(m[1] ?? ''), {
+        ...(id !== undefined ? { id } : {}),
         ...(title !== undefined ? { title } : {}),
         ...(label !== undefined ? { label } : {}),
         ...(deployment !== undefined ? { deployment_id: deployment } : {}),
@@ -204,6 +213,14 @@ const ROUTES: [string, RegExp, Route][] = [
     },
   ],
   ['GET', /^\/courses\/([^/]+)\/gradebook$/, (p, _req, res, m) => sendJson(res, 200, gradebookJson(p, decodeURIComponent(m[1] ?? '')))],
+  [
+    'DELETE',
+    /^\/courses\/([^/]+)\/scores$/,
+    (p, _req, res, m) => {
+      clearScores(p, decodeURIComponent(m[1] ?? ''));
+      sendEmpty(res, 204);
+    },
+  ],
   [
     'GET',
     /^\/links\/([^/]+)$/,

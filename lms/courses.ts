@@ -20,9 +20,11 @@ export function roleUri(role: string): string {
   throw new LmsError(400, 'invalid_request', `role ${role} must be a LIS role URI or one of [${Object.keys(LIS_ROLES).join(', ')}]`);
 }
 
-export function createDeployment(platform: Platform, clientId: string, title: string): DeploymentRow {
+/** A deployment of a registration; `id` given (an administrator's choice) must be new. */
+export function createDeployment(platform: Platform, clientId: string, title: string, id?: string): DeploymentRow {
   if (!registrationOf(platform.db, clientId)) throw new LmsError(404, 'not_found', `client ${clientId} not registered`);
-  const id = platform.profile.newDeploymentId(platform.db, clientId);
+  if (id !== undefined && deploymentOf(platform.db, id)) throw new LmsError(409, 'conflict', `deployment ${id} exists`);
+  id ??= platform.profile.newDeploymentId(platform.db, clientId);
   platform.db.prepare('INSERT INTO deployments (deployment_id, client_id, title, created) VALUES (?, ?, ?, ?)').run(id, clientId, title, platform.clock.nowMs());
   const row = deploymentOf(platform.db, id);
   if (!row) throw new Error(`deployment ${id} vanished`);
@@ -38,9 +40,11 @@ export function createUser(platform: Platform, input: { sub?: string; given_name
   return userOf(platform.db, sub) as UserRow;
 }
 
-export function createCourse(platform: Platform, input: { deployment_id: string; title: string; label: string; history?: string[] }): CourseRow {
+/** A course; `id` given (a course imported from an SIS, say) must be new. */
+export function createCourse(platform: Platform, input: { id?: string; deployment_id: string; title: string; label: string; history?: string[] }): CourseRow {
   if (!deploymentOf(platform.db, input.deployment_id)) throw new LmsError(404, 'not_found', `deployment ${input.deployment_id} not found`);
-  const id = platform.profile.newCourseId(platform.db);
+  if (input.id !== undefined && courseOf(platform.db, input.id)) throw new LmsError(409, 'conflict', `course ${input.id} exists`);
+  const id = input.id ?? platform.profile.newCourseId(platform.db);
   platform.db
     .prepare('INSERT INTO courses (id, deployment_id, title, label, history, created) VALUES (?, ?, ?, ?, ?, ?)')
     .run(id, input.deployment_id, input.title, input.label, JSON.stringify(input.history ?? []), platform.clock.nowMs());
@@ -118,11 +122,12 @@ export function resourceLinkJson(platform: Platform, link: ResourceLinkRow, item
 export function copyCourse(
   platform: Platform,
   parentId: string,
-  input: { title?: string; label?: string; deployment_id?: string; with_links: boolean; with_enrolments: boolean },
+  input: { id?: string; title?: string; label?: string; deployment_id?: string; with_links: boolean; with_enrolments: boolean },
 ): CourseRow {
   const parent = requireCourse(platform, parentId);
   return platform.db.transaction(() => {
     const copy = createCourse(platform, {
+      ...(input.id !== undefined ? { id: input.id } : {}),
       deployment_id: input.deployment_id ?? parent.deployment_id,
       title: input.title ?? parent.title,
       label: input.label ?? parent.label,
@@ -195,6 +200,12 @@ export function gradebookJson(platform: Platform, courseId: string): Record<stri
       };
     }),
   };
+}
+
+/** Clears every score of a course's gradebook; its columns stay. */
+export function clearScores(platform: Platform, courseId: string): void {
+  requireCourse(platform, courseId);
+  platform.db.prepare('DELETE FROM scores WHERE line_item_id IN (SELECT id FROM line_items WHERE course_id = ?)').run(courseId);
 }
 
 /** A gradebook that refuses scores for one column: every score POST answers `status` until cleared. */

@@ -207,6 +207,25 @@ describe('reference LMS: launches', () => {
     expect(claims[`${LTI}deployment_id`]).toBe(second.deployment_id);
   });
 
+  it('takes IDs an administrator chooses for deployments and courses, refuses one taken, and clears a course’s scores', async () => {
+    const d = await w.controlJson<{ deployment_id: string }>('POST', '/deployments', { client_id: w.reg.clientId, title: 'Imported', deployment_id: 'sis-school-7' });
+    expect(d.deployment_id).toBe('sis-school-7');
+    expect((await w.control('POST', '/deployments', { client_id: w.reg.clientId, deployment_id: 'sis-school-7' })).status).toBe(409);
+    const course = await w.controlJson<{ id: string }>('POST', '/courses', { id: 'sis-course-1', deployment_id: 'sis-school-7', title: 'Imported', label: 'IMP' });
+    expect(course.id).toBe('sis-course-1');
+    expect((await w.control('POST', '/courses', { id: 'sis-course-1', deployment_id: 'sis-school-7', title: 'Again', label: 'IMP' })).status).toBe(409);
+    const copy = await w.controlJson<{ id: string; history: string[] }>('POST', '/courses/sis-course-1/copies', { id: 'sis-course-1-copy' });
+    expect(copy).toMatchObject({ id: 'sis-course-1-copy', history: ['sis-course-1'] });
+
+    const c = await w.course();
+    const bearer = await w.bearer();
+    expect((await postScore(bearer, c.lineItemUrl ?? '', score(c.sub, new Date().toISOString()))).status).toBe(204);
+    expect((await w.control('DELETE', `/courses/${c.courseId}/scores`)).status).toBe(204);
+    const book = await w.controlJson<{ columns: { scores: unknown[] }[] }>('GET', `/courses/${c.courseId}/gradebook`);
+    expect(book.columns).toHaveLength(1);
+    expect(book.columns[0]?.scores).toEqual([]);
+  });
+
   it('launches an assessment placement with no gradebook column without a lineitem in its AGS claim', async () => {
     const c = await w.course({ lineItem: false });
     const claims = await w.launchClaims(await w.launchUrl(c.linkId, c.sub));
