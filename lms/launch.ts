@@ -248,7 +248,7 @@ async function launchClaims(platform: Platform, registration: RegistrationRow, m
     [`${LTI_CLAIM}version`]: '1.3.0',
     [`${LTI_CLAIM}deployment_id`]: message.deployment_id,
     [`${LTI_CLAIM}target_link_uri`]: message.target_link_uri,
-    [`${LTI_CLAIM}roles`]: roles,
+    [`${LTI_CLAIM}roles`]: platform.profile.rolesClaim(roles),
     [`${LTI_CLAIM}context`]: {
       id: course.id,
       label: course.label,
@@ -268,6 +268,7 @@ async function launchClaims(platform: Platform, registration: RegistrationRow, m
     },
     [`${LTI_CLAIM}custom`]: custom,
   };
+  Object.assign(claims, platform.profile.extraClaims({ messageType: message.kind, sub: user.sub, courseId: course.id, email: user.email }));
   if (link) claims[`${LTI_CLAIM}resource_link`] = { id: link.id, title: link.title };
   const scopes = grantedScopes(registration);
   if (scopes.length > 0) {

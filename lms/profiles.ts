@@ -46,7 +46,16 @@ export interface LmsProfile {
   readonly storageTarget: string;
   /** Custom substitution variables beyond the common ones (`$Context.id.history` and the rest). */
   extraVariables(courseHistory: readonly string[]): Record<string, string>;
+  /**
+   * The roles an id_token carries for an enrolment's roles: the family's habit of adding institution and
+   * system roles (Canvas sends `institution/person#Student` and `system/person#User` beside `#Learner`).
+   */
+  rolesClaim(roles: readonly string[]): string[];
+  /** Claims of the family's own beyond LTI's (Canvas's placement, Moodle's `ext` and `lis`). */
+  extraClaims(input: { messageType: string; sub: string; courseId: string; email: string }): Record<string, unknown>;
 }
+
+const LIS = 'http://purl.imsglobal.org/vocab/lis/v2/';
 
 function token(bytes: number): string {
   return randomBytes(bytes).toString('base64url');
@@ -75,6 +84,8 @@ const reference: LmsProfile = {
   sendsDeploymentAtLogin: true,
   storageTarget: '_parent',
   extraVariables: () => ({}),
+  rolesClaim: (roles) => [...roles],
+  extraClaims: () => ({}),
 };
 
 const canvas: LmsProfile = {
@@ -100,6 +111,16 @@ const canvas: LmsProfile = {
   sendsDeploymentAtLogin: false,
   storageTarget: 'post_message_forwarding',
   extraVariables: (history) => ({ '$Canvas.course.previousContextIds': history.join(',') }),
+  rolesClaim: (roles) => {
+    const out = [...roles];
+    if (roles.includes(`${LIS}membership#Learner`)) out.push(`${LIS}institution/person#Student`);
+    if (roles.includes(`${LIS}membership#Instructor`)) out.push(`${LIS}institution/person#Instructor`);
+    out.push(`${LIS}system/person#User`);
+    return out;
+  },
+  extraClaims: ({ messageType }) => ({
+    'https://www.instructure.com/placement': messageType === 'LtiDeepLinkingRequest' ? 'assignment_selection' : null,
+  }),
 };
 
 const moodle: LmsProfile = {
@@ -122,6 +143,11 @@ const moodle: LmsProfile = {
   sendsDeploymentAtLogin: true,
   storageTarget: '_parent',
   extraVariables: () => ({}),
+  rolesClaim: (roles) => [...roles],
+  extraClaims: ({ sub, courseId, email }) => ({
+    'https://purl.imsglobal.org/spec/lti/claim/ext': { user_username: email.split('@')[0] ?? sub, lms: 'moodle-2' },
+    'https://purl.imsglobal.org/spec/lti/claim/lis': { person_sourcedid: '', course_section_sourcedid: '', course_offering_sourcedid: courseId },
+  }),
 };
 
 export const PROFILES: Readonly<Record<LmsProfileName, LmsProfile>> = { reference, canvas, moodle };

@@ -456,6 +456,12 @@ describe('reference LMS: Canvas- and Moodle-shaped profiles', () => {
       const claims = await w.launchClaims(await w.launchUrl(copy.resource_links[0]?.id ?? '', c.sub));
       expect(claims[`${LTI}custom`]).toMatchObject({ canvas_previous_context_ids: c.courseId, context_history: c.courseId });
       expect(claims[`${LTI}tool_platform`]).toMatchObject({ product_family_code: 'canvas' });
+      expect(claims[`${LTI}roles`]).toEqual([
+        'http://purl.imsglobal.org/vocab/lis/v2/membership#Learner',
+        'http://purl.imsglobal.org/vocab/lis/v2/institution/person#Student',
+        'http://purl.imsglobal.org/vocab/lis/v2/system/person#User',
+      ]);
+      expect(claims).toHaveProperty(['https://www.instructure.com/placement'], null);
       const bearer = await w.bearer();
       expect((await postScore(bearer, c.lineItemUrl ?? '', score(c.sub, new Date().toISOString()))).status).toBe(204);
     } finally {
@@ -472,6 +478,8 @@ describe('reference LMS: Canvas- and Moodle-shaped profiles', () => {
       const claims = await w.launchClaims(await w.launchUrl(c.linkId, c.sub));
       expect(claims[AGS_CLAIM]).toMatchObject({ scope: [SCOPES.score], lineitem: c.lineItemUrl });
       expect(claims[`${LTI}tool_platform`]).toMatchObject({ product_family_code: 'moodle' });
+      expect(claims[`${LTI}ext`]).toMatchObject({ lms: 'moodle-2' });
+      expect(claims[`${LTI}lis`]).toMatchObject({ course_offering_sourcedid: c.courseId });
       expect((await w.accessToken([SCOPES.lineItem])).status).toBe(400);
       const bearer = await w.bearer([SCOPES.score]);
       // The scores URL keeps the query: `/scores` goes into the path.
