@@ -1,0 +1,50 @@
+/**
+ * `npm run lms`: the reference LMS alone, for contributors and tool teams (README, "Reference LMS").
+ * Environment: `LMS_PORT` (default 3100), `LMS_HOST` (127.0.0.1), `LMS_ISSUER` (default its own URL),
+ * `LMS_DB_FILE` (default `./data/lms.sqlite`; `:memory:` keeps nothing), `LMS_PROFILE` (reference, canvas,
+ * moodle), `LMS_CONTROL_TOKEN` (default: made at first start and kept in `{LMS_DB_FILE}.control-token`).
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { startReferenceLms } from './app.js';
+import { isProfileName, PROFILE_NAMES } from './profiles.js';
+import { randomBytes } from 'node:crypto';
+
+function fail(message: string): never {
+  process.stderr.write(`${message}\n`);
+  process.exit(1);
+}
+
+const port = Number(process.env['LMS_PORT'] ?? '3100');
+if (!Number.isInteger(port) || port < 0 || port > 65535) fail('LMS_PORT must be a port number');
+const profile = process.env['LMS_PROFILE'] ?? 'reference';
+if (!isProfileName(profile)) fail(`LMS_PROFILE must be one of ${PROFILE_NAMES.join(', ')}`);
+const dbFile = process.env['LMS_DB_FILE'] ?? './data/lms.sqlite';
+let controlToken = process.env['LMS_CONTROL_TOKEN'];
+if (!controlToken) {
+  const file = `${dbFile}.control-token`;
+  if (dbFile !== ':memory:' && existsSync(file)) controlToken = readFileSync(file, 'utf8').trim();
+  else {
+    controlToken = `lmsc_${randomBytes(24).toString('base64url')}`;
+    if (dbFile !== ':memory:') writeFileSync(file, `${controlToken}\n`, { mode: 0o600 });
+  }
+}
+const issuer = process.env['LMS_ISSUER'];
+const lms = await startReferenceLms({
+  host: process.env['LMS_HOST'] ?? '127.0.0.1',
+  port,
+  dbFile,
+  profile,
+  controlToken,
+  ...(issuer ? { issuer } : {}),
+});
+process.stdout.write(
+  `reference LMS (${profile}) at ${lms.url}\n` +
+    `  issuer:               ${lms.issuer}\n` +
+    `  OpenID configuration: ${lms.issuer}/.well-known/openid-configuration\n` +
+    `  control token:        ${dbFile === ':memory:' || process.env['LMS_CONTROL_TOKEN'] ? controlToken : `in ${dbFile}.control-token`}\n`,
+);
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    void lms.stop().then(() => process.exit(0));
+  });
+}
