@@ -141,7 +141,18 @@ describe('the dashboard API document', () => {
 describe('credentials per operation', () => {
   // Every operation is classified here on purpose: a new operation fails this test until someone decides
   // which credential it takes.
-  const PLATFORM_ONLY = ['activateApp', 'suspendApp', 'createBuilder', 'listBuilders'];
+  const PLATFORM_ONLY = [
+    'activateApp',
+    'suspendApp',
+    'createBuilder',
+    'listBuilders',
+    // LMS registrations (decision LTI-07).
+    'listLmsRegistrations',
+    'addLmsRegistration',
+    'getLmsRegistration',
+    'activateLmsRegistration',
+    'deactivateLmsRegistration',
+  ];
   const BUILDER_ONLY = ['registerApp']; // decision NS-10: registration takes a builder credential
   const NO_CREDENTIAL = ['openLaunchPage', 'issueSandboxLmsToken']; // a ticket; a signed JWT assertion
   const SANDBOX_LMS = [
