@@ -106,15 +106,51 @@ export class CredentialThrottle {
     if (credential === null) return;
     const address = addressBucket(req.ip ?? req.socket.remoteAddress);
     const { start } = this.window();
-    const [fromAddress, forCredential] = await this.store.authFailures.record([address, credential], start);
-    const windowEnds = new Date(start + this.limits.windowMs).toISOString();
-    if (fromAddress === this.limits.perAddress) {
-      log.warn('credential guessing throttled', { bucket: 'address', address: address.slice('address:'.length), limit: this.limits.perAddress, until: windowEnds });
+    await this.count(start, [address, credential], log);
+  }
+
+  private pending: { start: number; increments: Map<string, number>; log: Logger; done: Promise<void> } | null = null;
+  private flushing: Promise<void> = Promise.resolve();
+  private sweptWindow: number | null = null;
+
+  /**
+   * Group commit: failures arriving while a write is in flight are added together and written by the next
+   * one, so a burst of refusals costs a few commits, not one per refusal. Each caller waits for the write
+   * holding its failure, so its answer leaves only once the count is in the store.
+   */
+  private count(start: number, buckets: readonly string[], log: Logger): Promise<void> {
+    if (!this.pending || this.pending.start !== start) {
+      const batch = { start, increments: new Map<string, number>(), log, done: Promise.resolve() };
+      batch.done = this.flushing.then(() => this.write(batch));
+      this.flushing = batch.done.catch(() => undefined);
+      this.pending = batch;
     }
-    if (forCredential === this.limits.perCredential) {
-      log.warn('credential guessing throttled', { bucket: 'credential', credential: credential.slice('credential:'.length), limit: this.limits.perCredential, until: windowEnds });
+    for (const bucket of buckets) this.pending.increments.set(bucket, (this.pending.increments.get(bucket) ?? 0) + 1);
+    return this.pending.done;
+  }
+
+  private async write(batch: { start: number; increments: Map<string, number>; log: Logger }): Promise<void> {
+    if (this.pending === batch) this.pending = null;
+    const totals = await this.store.authFailures.record(batch.increments, batch.start);
+    const windowEnds = new Date(batch.start + this.limits.windowMs).toISOString();
+    for (const [bucket, total] of totals) {
+      const added = batch.increments.get(bucket) ?? 0;
+      const isAddress = bucket.startsWith('address:');
+      const limit = isAddress ? this.limits.perAddress : this.limits.perCredential;
+      // Logged by the write that filled the bucket: once per window.
+      if (total - added < limit && total >= limit) {
+        batch.log.warn(
+          'credential guessing throttled',
+          isAddress
+            ? { bucket: 'address', address: bucket.slice('address:'.length), limit, until: windowEnds }
+            : { bucket: 'credential', credential: bucket.slice('credential:'.length), limit, until: windowEnds },
+        );
+      }
     }
-    // Old windows are dropped now and then by whoever records, so the table stays small.
-    if (fromAddress === 1) await this.store.authFailures.sweep(start - this.limits.windowMs);
+    // Old windows are dropped once per window by each instance, so the table stays small.
+    if (this.sweptWindow !== batch.start) {
+      this.sweptWindow = batch.start;
+      await this.store.authFailures.sweep(batch.start - this.limits.windowMs);
+    }
   }
 }

@@ -7,19 +7,24 @@ import type { RepoContext } from './common.js';
 export class AuthFailuresRepo {
   constructor(private readonly ctx: RepoContext) {}
 
-  /** Adds one failure to each bucket's window; the counts after the increment, in the buckets' order. */
-  async record(buckets: readonly string[], windowStart: number): Promise<number[]> {
-    const counts: number[] = [];
-    for (const bucket of buckets) {
-      const row = await this.ctx.db.get<{ failures: number | string }>(
-        `INSERT INTO auth_failures (bucket, window_start, failures) VALUES (?, ?, 1)
-         ON CONFLICT (bucket, window_start) DO UPDATE SET failures = auth_failures.failures + 1
-         RETURNING failures`,
-        [bucket, windowStart],
-      );
-      counts.push(Number(row?.failures ?? 1));
-    }
-    return counts;
+  /**
+   * Adds failures to buckets of one window in one transaction (a burst of refusals is one commit); the
+   * count of each bucket after the addition.
+   */
+  async record(increments: ReadonlyMap<string, number>, windowStart: number): Promise<Map<string, number>> {
+    return this.ctx.db.transaction(async (tx) => {
+      const out = new Map<string, number>();
+      for (const [bucket, add] of increments) {
+        const row = await tx.get<{ failures: number | string }>(
+          `INSERT INTO auth_failures (bucket, window_start, failures) VALUES (?, ?, ?)
+           ON CONFLICT (bucket, window_start) DO UPDATE SET failures = auth_failures.failures + excluded.failures
+           RETURNING failures`,
+          [bucket, windowStart, add],
+        );
+        out.set(bucket, Number(row?.failures ?? add));
+      }
+      return out;
+    });
   }
 
   /** The failures of each bucket in the window (0 when none). */

@@ -42,13 +42,13 @@ describe('provisionContext', () => {
     expect(await (await fetch(contextRow, { headers: { Authorization: `Bearer ${r.apiToken}` } })).json()).toEqual({ setup: true });
   });
 
-  it('422 for a body that is not a JSON object; 415 for another media type; 400 for broken JSON', async () => {
+  it('422 for a body that is not a JSON object; 415 for another media type; 422 for broken JSON (no 400 in its spec, H-02)', async () => {
     const r = await request();
     const p = await problemOf(await put(r.claims.provision.context, r.apiToken, '[1]'));
     expect(p).toMatchObject({ status: 422, detail: 'provision body must be empty or a JSON object' });
     expect((await put(r.claims.provision.context, r.apiToken, '"x"')).status).toBe(422);
     expect((await put(r.claims.provision.context, r.apiToken, 'x=1', 'application/x-www-form-urlencoded')).status).toBe(415);
-    expect((await put(r.claims.provision.context, r.apiToken, '{')).status).toBe(400);
+    expect((await put(r.claims.provision.context, r.apiToken, '{')).status).toBe(422);
   });
 
   it('403 for a launch token, which provisions nothing', async () => {
