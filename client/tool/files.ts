@@ -4,6 +4,7 @@
 // go straight to the upload target and are streamed, never held whole, when their size is known.
 
 import type { Readable } from 'node:stream';
+import { schemas } from '../../generated/2026-09-21/schemas.js';
 import type { components } from '../../generated/2026-09-21/types.js';
 import { readProblem } from '../problem.js';
 import {
@@ -21,10 +22,10 @@ export type FileDetail = components['schemas']['FileDetail'];
 export type UploadForm = components['schemas']['UploadForm'];
 
 /** 25 MB in binary units (decisions GAP-04, GAP-06). */
-export const MAX_FILE_SIZE = 26_214_400;
+export const MAX_FILE_SIZE = schemas.FileUploadRequest.properties.size.maximum;
 
 /** The contract's key rule (decisions GAP-03, GAP-36). */
-export const FILE_KEY_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+export const FILE_KEY_PATTERN = new RegExp(schemas.FileKey.pattern);
 export const FILE_KEY_MESSAGE =
   "invalid file key: 1 to 128 characters of letters, digits, '.', '_' or '-', starting with a letter or digit";
 
