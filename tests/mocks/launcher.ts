@@ -116,8 +116,8 @@ export async function startMock(
   let output = '';
   const ready = new Promise<{ url: string; prismPid: number }>((resolve, reject) => {
     const timer = setTimeout(
-      () => reject(new Error(`mock ${mode} ${args.join(' ')} did not start within ${options.timeoutMs ?? 30_000} ms:\n${output}`)),
-      options.timeoutMs ?? 30_000,
+      () => reject(new Error(`mock ${mode} ${args.join(' ')} did not start within ${options.timeoutMs ?? 100_000} ms:\n${output}`)),
+      options.timeoutMs ?? 100_000,
     );
     const onData = (d: Buffer): void => {
       output += d.toString();
