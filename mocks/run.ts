@@ -20,8 +20,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { planFrom, repoRoot, rewriteOrigins, servedApis, USAGE, UsageError, type MockMode, type Plan } from './targets.js';
 
 const MODES: readonly MockMode[] = ['mock', 'proxy', 'tool'];
-/** Prism loads and validates the whole bundle before listening; a cold machine can take a few seconds. */
-const START_TIMEOUT_MS = 60_000;
+/**
+ * Prism loads and validates the whole bundle before listening; a cold machine can take a few seconds, a loaded
+ * one much longer (TIS_MOCK_START_TIMEOUT_MS raises the bound; the tests start several mocks at once).
+ */
+const START_TIMEOUT_MS = Number(process.env['TIS_MOCK_START_TIMEOUT_MS'] ?? '') || 60_000;
 /** Prism stops in milliseconds on SIGTERM; a child that ignores it is killed after this. */
 const STOP_GRACE_MS = 5_000;
 

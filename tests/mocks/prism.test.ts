@@ -121,7 +121,7 @@ describe('Prism mocks started by the launcher', () => {
       await stopAllMocks();
       throw err;
     }
-  });
+  }, 200_000);
 
   afterAll(async () => {
     await stopAllMocks();
