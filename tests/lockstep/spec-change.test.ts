@@ -29,7 +29,7 @@ interface Run {
   stdout: string;
 }
 
-function run(cwd: string, args: string[], timeoutMs = 150_000): Promise<Run> {
+function run(cwd: string, args: string[], timeoutMs = 420_000): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
@@ -120,7 +120,7 @@ describe('a spec edit changes what the service accepts, or the compiler names th
     const after = await submit(body);
     expect(after.status, JSON.stringify(after.body)).toBe(200);
     expect(after.body).toMatchObject({ status: 'success', score: 0.5 });
-  }, 400_000);
+  }, 900_000);
 
   it('a value added to activity_progress makes tsc name the store declaration, and nothing else', async () => {
     edit(ACTIVITY, /^enum: \[Completed, Submitted\]$/m, 'enum: [Completed, Submitted, Started]');
@@ -133,5 +133,5 @@ describe('a spec edit changes what the service accepts, or the compiler names th
     const files = [...compiled.output.matchAll(/^(\S[^(]*)\(\d+,\d+\): error TS\d+/gm)].map((m) => (m[1] as string).replace(/\\/g, '/'));
     expect(files.length, compiled.output).toBeGreaterThan(0);
     expect([...new Set(files)], compiled.output).toEqual([STORE_PLACE]);
-  }, 400_000);
+  }, 900_000);
 });
