@@ -86,8 +86,11 @@ export interface ProblemClient<Paths extends {}, P> {
 export type ContractClient<V extends ContractVersion = '2026-09-21'> = ProblemClient<ContractPaths[V], ContractProblem<V>>;
 export type DashboardClient = ProblemClient<DashboardPaths, DashboardProblem>;
 
-/** A bearer credential, or a function that yields the current one before each request. */
-export type Credential = string | (() => string | Promise<string>);
+/**
+ * The `Authorization: Bearer` token of every call (one name across the kit, decision KIT-03): a string, or a
+ * function that yields the current one before each request.
+ */
+export type BearerToken = string | (() => string | Promise<string>);
 
 interface CommonClientOptions {
   /**
@@ -105,13 +108,13 @@ export interface ContractClientOptions<V extends ContractVersion> extends Common
   /** Sent as `Contract-Version` on every request (decision NS-18). */
   version: V;
   /**
-   * `Authorization: Bearer` credential: the tool's API key (score URLs) or a launch's
+   * `Authorization: Bearer` token: the tool's API key (score URLs) or a launch's
    * `api.token` (scores, storage, files, provision). Omit it for the operations that need none.
    */
-  credential?: Credential;
+  token?: BearerToken;
 }
 
 export interface DashboardClientOptions extends CommonClientOptions {
   /** A platform token, builder token or Sandbox LMS access token (decision S-07). */
-  token?: Credential;
+  token?: BearerToken;
 }

@@ -1,6 +1,6 @@
 // Typed clients for the published contracts and the dashboard API, on openapi-fetch and the types
 // generated from the specs (`npm run generate`). Each client sends the contract it is typed for in
-// `Contract-Version` (decision NS-18) and its credential as `Authorization: Bearer`, and returns
+// `Contract-Version` (decision NS-18) and its `token` as `Authorization: Bearer`, and returns
 // openapi-fetch's `{data, error, response}` with `error` always the service's envelope.
 
 import createClient, { type Client, type Middleware } from 'openapi-fetch';
@@ -8,7 +8,7 @@ import type {
   ContractClient,
   ContractClientOptions,
   ContractVersion,
-  Credential,
+  BearerToken,
   DashboardClient,
   DashboardClientOptions,
   ProblemClient,
@@ -29,16 +29,16 @@ function originOf(baseUrl: string): string {
   return baseUrl.replace(/\/+$/, '');
 }
 
-function credentialMiddleware(credential: Credential | undefined): Middleware[] {
+function bearerMiddleware(token: BearerToken | undefined): Middleware[] {
   const problems: Middleware = {
     async onResponse({ response }) {
       return response.status >= 400 ? withProblemBody(response) : undefined;
     },
   };
-  if (credential === undefined) return [problems];
+  if (token === undefined) return [problems];
   const bearer: Middleware = {
     async onRequest({ request }) {
-      const value = typeof credential === 'function' ? await credential() : credential;
+      const value = typeof token === 'function' ? await token() : token;
       request.headers.set('Authorization', `Bearer ${value}`);
       return request;
     },
@@ -65,7 +65,7 @@ function wrap<Paths extends {}, P>(raw: Client<Paths>): ProblemClient<Paths, P> 
  * A client for one published contract, typed from that contract's spec.
  *
  * ```ts
- * const tis = createContractClient({ version: '2026-09-21', baseUrl: 'https://tis.example.edu', credential: apiToken });
+ * const tis = createContractClient({ version: '2026-09-21', baseUrl: 'https://tis.example.edu', token: apiToken });
  * const { data, error } = await tis.GET('/v1/contexts/{context_id}/apps/{app_id}/storage', {
  *   params: { path: { context_id, app_id } },
  * });
@@ -83,7 +83,7 @@ export function createContractClient<V extends ContractVersion>(options: Contrac
     headers: { ...options.headers, 'Contract-Version': options.version },
     ...(options.fetch ? { fetch: options.fetch } : {}),
   });
-  raw.use(...credentialMiddleware(options.credential));
+  raw.use(...bearerMiddleware(options.token));
   return wrap(raw);
 }
 
@@ -97,6 +97,6 @@ export function createDashboardClient(options: DashboardClientOptions): Dashboar
     ...(options.headers ? { headers: options.headers } : {}),
     ...(options.fetch ? { fetch: options.fetch } : {}),
   });
-  raw.use(...credentialMiddleware(options.token));
+  raw.use(...bearerMiddleware(options.token));
   return wrap(raw);
 }

@@ -11,16 +11,20 @@
  * stops Prism and exits 0. If Prism stops by itself, the launcher exits with Prism's code.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { planFrom, repoRoot, servedApis, USAGE, UsageError, type MockMode, type Plan } from './targets.js';
+import { planFrom, repoRoot, rewriteOrigins, servedApis, USAGE, UsageError, type MockMode, type Plan } from './targets.js';
 
 const MODES: readonly MockMode[] = ['mock', 'proxy', 'tool'];
-/** Prism loads and validates the whole bundle before listening; a cold machine can take a few seconds. */
-const START_TIMEOUT_MS = 60_000;
+/**
+ * Prism loads and validates the whole bundle before listening; a cold machine can take a few seconds, a loaded
+ * one much longer (TIS_MOCK_START_TIMEOUT_MS raises the bound; the tests start several mocks at once).
+ */
+const START_TIMEOUT_MS = Number(process.env['TIS_MOCK_START_TIMEOUT_MS'] ?? '') || 60_000;
 /** Prism stops in milliseconds on SIGTERM; a child that ignores it is killed after this. */
 const STOP_GRACE_MS = 5_000;
 
@@ -110,13 +114,28 @@ async function main(argv: readonly string[]): Promise<number> {
   }
   if (plan.upstream !== undefined) await warnIfUpstreamDown(plan.upstream);
 
+  let served: string | undefined;
+  if (plan.rewrite !== undefined) {
+    served = mkdtempSync(path.join(os.tmpdir(), 'tis-mock-'));
+    const copy = path.join(served, path.basename(plan.document));
+    writeFileSync(copy, rewriteOrigins(readFileSync(plan.document, 'utf8'), plan.rewrite));
+    plan = { ...plan, prismArgs: plan.prismArgs.map((arg) => (arg === plan.document ? copy : arg)) };
+  }
+  const servedDir = served;
+  const cleanUp = (): void => {
+    if (servedDir !== undefined) rmSync(servedDir, { recursive: true, force: true });
+  };
+
   const cli = prismCli();
   const child = spawn(process.execPath, [cli.script, ...plan.prismArgs], {
     cwd: repoRoot,
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.once('exit', (code, signal) => resolve({ code, signal }));
+    child.once('exit', (code, signal) => {
+      cleanUp();
+      resolve({ code, signal });
+    });
     child.once('error', (err) => {
       console.error(`mock: cannot start Prism: ${err.message}`);
       resolve({ code: 1, signal: null });

@@ -36,8 +36,14 @@ export interface Plan {
   port: number;
   /** Proxy mode only: the service Prism forwards to. */
   upstream?: string;
-  /** Arguments after Prism's own CLI script. */
+  /** Arguments after Prism's own CLI script (the document among them is `document` before any rewrite). */
   prismArgs: string[];
+  /**
+   * Mock mode: the spec's origin (its first server) and the mock's own. The launcher serves a copy of the
+   * document with the one replaced by the other, so every URL an example hands out (a launch's storage URLs,
+   * the upload form's `url`, a signed download) points back at the mock on loopback (decision KIT-09).
+   */
+  rewrite?: { from: string; to: string };
   /** One line for the console: what is served, and where. */
   describe: string;
 }
@@ -215,6 +221,7 @@ export function planFrom(mode: MockMode, args: readonly string[], env: NodeJS.Pr
       describe: `validates ${label} at ${origin}, forwarding to ${upstream}`,
     };
   }
+  const specOrigin = mode === 'mock' ? documentOrigin(document) : undefined;
   return {
     mode,
     api,
@@ -223,5 +230,23 @@ export function planFrom(mode: MockMode, args: readonly string[], env: NodeJS.Pr
     port,
     prismArgs: ['mock', document, ...common],
     describe: `mocks ${label} at ${origin}`,
+    ...(specOrigin !== undefined ? { rewrite: { from: specOrigin, to: origin } } : {}),
   };
+}
+
+/** The origin of a bundle's first server, which its examples use for the URLs the service hands out. */
+export function documentOrigin(document: string): string | undefined {
+  const spec = JSON.parse(readFileSync(document, 'utf8')) as { servers?: { url?: string }[] };
+  const url = spec.servers?.[0]?.url;
+  if (url === undefined) return undefined;
+  try {
+    return new URL(url).origin;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The document text a mock serves: every occurrence of the spec's origin replaced by the mock's own. */
+export function rewriteOrigins(text: string, rewrite: { from: string; to: string }): string {
+  return text.split(rewrite.from).join(rewrite.to);
 }

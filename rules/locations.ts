@@ -2,14 +2,17 @@
 // The service normalises a tool's answer here, and the tool-side builder validates with the very
 // same function, so a response the builder accepts is one the service accepts.
 
+import { contractVersions } from '../generated/index.js';
+import { schemas } from '../generated/2026-09-21/schemas.js';
 import { escapeToken } from './json-pointer.js';
 import { OrderedObject, parseOrderedJson, stringifyOrdered, toPlain, type OrderedJson } from './ordered-json.js';
 import { reduceMessage, reduceToPlainText } from './plain-text.js';
 
-export const LOCATION_TYPES = ['assessment', 'practice', 'content', 'setup'] as const;
+// What the spec states is read from generated/ (lockstep, decision KIT-04).
+export const LOCATION_TYPES = schemas.LocationType.enum;
 export type LocationType = (typeof LOCATION_TYPES)[number];
 
-export const CONTRACT_VERSIONS = ['2026-09-21', '2026-08-25', '2026-08-19'] as const;
+export const CONTRACT_VERSIONS = contractVersions;
 export type ContractVersion = (typeof CONTRACT_VERSIONS)[number];
 
 export const LOCATIONS_LIMITS = {
@@ -19,7 +22,7 @@ export const LOCATIONS_LIMITS = {
   labelLength: 200,
   descriptionLength: 200,
   messageLength: 2000,
-  defaultPoints: 100,
+  defaultPoints: schemas.LocationEntry.properties.points.default,
 } as const;
 
 /** Letters, digits, underscores and dashes, 1 to 128 of them (decision GAP-11). */

@@ -5,7 +5,11 @@
  *   generated  regenerates into a temporary folder and compares with generated/: names every stale, missing
  *              or extra file.
  *   typecheck  `tsc --noEmit -p tsconfig.json` over the whole project, generated code included.
- * The three run concurrently; each prints a one-line verdict, then its details when it failed.
+ *   breaking   each published contract's bundle (generated/<version>/openapi.json) against the same file at
+ *              the previous commit (the merge base with main on a branch, the parent commit on main, or
+ *              TIS_BREAKING_BASE): any breaking change fails (scripts/lib/breaking.ts, decision KIT-06).
+ *   workflows  every file in .github/workflows/ through @action-validator/cli (decision KIT-08).
+ * They run concurrently; each prints a one-line verdict, then its details when it failed.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
@@ -13,6 +17,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { loadApis, repoRoot } from './lib/apis.ts';
+import { execFile } from 'node:child_process';
+import { readdir } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { promisify } from 'node:util';
+import { breakingChanges } from './lib/breaking.ts';
 import { runNode, redoclyBin, tscBin, withoutBanner } from './lib/proc.ts';
 import { generateFiles, listFiles, writeFiles } from './generate.ts';
 
@@ -99,6 +108,66 @@ async function typecheckStep(root: string): Promise<StepResult> {
   return { ok: false, verdict: `typecheck: FAILED (${count} errors)`, details: output };
 }
 
+const git = async (root: string, args: string[]): Promise<string | undefined> =>
+  promisify(execFile)('git', args, { cwd: root, maxBuffer: 256 * 1024 * 1024 }).then(
+    (r) => r.stdout,
+    () => undefined,
+  );
+
+/** The commit whose contracts count as published: see the header. */
+async function previousCommit(root: string): Promise<string | undefined> {
+  const given = process.env.TIS_BREAKING_BASE;
+  if (given) return (await git(root, ['rev-parse', '--verify', `${given}^{commit}`]))?.trim();
+  const head = (await git(root, ['rev-parse', 'HEAD']))?.trim();
+  if (!head) return undefined;
+  for (const main of ['origin/main', 'main']) {
+    const base = (await git(root, ['merge-base', 'HEAD', main]))?.trim();
+    if (base && base !== head) return base;
+  }
+  return (await git(root, ['rev-parse', '--verify', 'HEAD^']))?.trim();
+}
+
+async function breakingStep(root: string): Promise<StepResult> {
+  const base = await previousCommit(root);
+  if (!base) return { ok: true, verdict: 'breaking: ok (no previous commit to compare with)' };
+  const short = base.slice(0, 10);
+  const contracts = loadApis(root).filter((a) => a.contract);
+  const found: string[] = [];
+  let compared = 0;
+  for (const api of contracts) {
+    const rel = `generated/${api.name}/openapi.json`;
+    const previous = await git(root, ['show', `${base}:${rel}`]);
+    // A contract the previous commit did not have is new: nothing was published to break.
+    if (previous === undefined) continue;
+    compared += 1;
+    const current = JSON.parse(await readFile(path.join(root, rel), 'utf8')) as unknown;
+    for (const line of breakingChanges(JSON.parse(previous) as unknown, current)) found.push(`${api.name}  ${line}`);
+  }
+  const what = `${compared} contracts against ${short}`;
+  return found.length === 0
+    ? { ok: true, verdict: `breaking: ok (${what}, no breaking change)` }
+    : {
+        ok: false,
+        verdict: `breaking: FAILED (${what}: ${found.length} breaking changes; publish them as a new contract version instead)`,
+        details: found.join('\n'),
+      };
+}
+
+async function workflowsStep(root: string): Promise<StepResult> {
+  const dir = path.join(root, '.github', 'workflows');
+  const files = existsSync(dir) ? (await readdir(dir)).filter((f) => /\.ya?ml$/.test(f)).sort() : [];
+  if (files.length === 0) return { ok: false, verdict: 'workflows: FAILED (no workflow in .github/workflows/)' };
+  const validator = createRequire(import.meta.url).resolve('@action-validator/cli/cli.mjs');
+  const failed: string[] = [];
+  for (const file of files) {
+    const result = await runNode(validator, [path.join(dir, file)], root);
+    if (result.code !== 0) failed.push(`${file}:\n${`${result.stdout}${result.stderr}`.trim()}`);
+  }
+  return failed.length === 0
+    ? { ok: true, verdict: `workflows: ok (${files.length} files valid)` }
+    : { ok: false, verdict: `workflows: FAILED (${failed.length} of ${files.length} files)`, details: failed.join('\n\n') };
+}
+
 export async function runChecks(root: string = repoRoot): Promise<boolean> {
   const started = performance.now();
   const timed = async (step: () => Promise<StepResult>): Promise<StepResult & { seconds: number }> => {
@@ -110,6 +179,8 @@ export async function runChecks(root: string = repoRoot): Promise<boolean> {
     timed(() => lintStep(root)),
     timed(() => generatedStep(root)),
     timed(() => typecheckStep(root)),
+    timed(() => breakingStep(root)),
+    timed(() => workflowsStep(root)),
   ]);
   for (const r of results) {
     console.log(`${r.ok ? '✔' : '✘'} ${r.verdict} [${r.seconds.toFixed(1)} s]`);

@@ -6,6 +6,8 @@
  *   site/<api>.openapi.json                  the bundled spec the page was built from
  *   site/changelog-<older>-to-<newer>.html   what changed between consecutive contract versions, computed by
  *                                            scripts/changelog.ts from the bundles
+ *   site/kit.html, site/mocks.html           the kit's README and the README's mock instructions, so a tool team
+ *                                            finds everything from the index
  *
  * Specs are bundled afresh, so the site never shows a stale generated/.
  */
@@ -16,12 +18,13 @@ import { pathToFileURL } from 'node:url';
 import { loadApis, repoRoot, type ApiEntry } from './lib/apis.ts';
 import { bundleApi, serializeJson, type JsonObject } from './lib/bundle.ts';
 import { redoclyBin, runNode, withoutBanner } from './lib/proc.ts';
+import { markdownSection, markdownToHtml } from './lib/markdown.ts';
 import { diffContracts, isEmptyDiff, type ContractDiff, type OperationRef, type WebhookRef } from './changelog.ts';
 
 export interface SitePage {
   /** File name inside the site folder. */
   file: string;
-  kind: 'index' | 'reference' | 'changelog';
+  kind: 'index' | 'reference' | 'changelog' | 'guide';
   title: string;
   /** The API of a reference page. */
   api?: ApiEntry;
@@ -61,8 +64,12 @@ const STYLE = `
   .implementation { background: #fff3d6; color: #7a5200; }
   .links a { margin-right: 1rem; }
   table { border-collapse: collapse; width: 100%; margin: .5rem 0 1rem; }
-  th, td { text-align: left; border-bottom: 1px solid var(--line); padding: .35rem .5rem; vertical-align: top; }
-  code { font: .9em ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; background: #f3f5f8; padding: 0 .25rem; border-radius: 4px; }
+  th, td { text-align: left; border-bottom: 1px solid var(--line); padding: .35rem .5rem; vertical-align: top; overflow-wrap: anywhere; }
+  code { font: .9em ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; background: #f3f5f8; padding: 0 .25rem; border-radius: 4px; overflow-wrap: anywhere; }
+  pre { background: #f3f5f8; padding: .75rem 1rem; border-radius: 6px; overflow-x: auto; max-width: 100%; }
+  pre code { background: none; padding: 0; overflow-wrap: normal; }
+  div.table { overflow-x: auto; }
+  .current-contract { border: 1px solid #b9e0c4; background: #f3fbf5; border-radius: 8px; padding: .75rem 1rem; }
   .muted { color: var(--muted); }
   nav.crumbs { font-size: .9rem; margin-bottom: 1rem; }
 `;
@@ -126,10 +133,25 @@ function renderIndex(apis: ApiEntry[], bundles: Map<string, JsonObject>, changel
   const changelogItems = changelogs
     .map((c) => `<li><a href="${esc(c.file)}">${esc(c.older ?? '')} → ${esc(c.newer ?? '')}</a></li>`)
     .join('\n');
+  const current = contracts.find((a) => a.role === 'current');
+  const latestChangelog = changelogs[changelogs.length - 1];
+  const start = current
+    ? `<div class="current-contract" id="current">
+<strong>The current contract is ${esc(current.name)}.</strong> New integrations build against it:
+<a href="${esc(referenceFile(current))}">its reference</a>${latestChangelog ? `, <a href="${esc(latestChangelog.file)}">what changed since ${esc(latestChangelog.older ?? '')}</a>` : ''}.
+</div>
+<h2>For tool teams</h2>
+<ul id="start">
+<li><a href="kit.html">The kit</a>: the <code>tool-integration-kit</code> npm package, typed clients and helpers to verify a launch, read and patch rows, upload files and submit scores.</li>
+<li><a href="mocks.html">Mock servers</a>: Prism mocks of every contract on your machine, to build a tool before any service runs.</li>
+<li><a href="#changelog">Changelog</a> between the contract versions.</li>
+</ul>`
+    : '';
   return page(
     'Tool Integration Service: API reference',
     `<h1>Tool Integration Service</h1>
 <p class="lead">API reference of the published contracts and of this implementation's own API, built from the OpenAPI specs in <code>openapi/</code>.</p>
+${start}
 <h2>Contracts</h2>
 <ul class="apis" id="contracts">
 ${contracts.map(item).join('\n')}
@@ -138,7 +160,7 @@ ${contracts.map(item).join('\n')}
 <ul class="apis" id="implementation">
 ${others.map(item).join('\n')}
 </ul>
-<h2>Changelog</h2>
+<h2 id="changelog">Changelog</h2>
 <p class="muted">Computed from the specs: operations, webhooks and schema properties added, removed and renamed between consecutive contract versions.</p>
 <ul id="changelogs">
 ${changelogItems}
@@ -197,7 +219,9 @@ function renderChangelog(olderApi: ApiEntry, newerApi: ApiEntry, diff: ContractD
 async function buildReference(root: string, api: ApiEntry, bundleFile: string, outFile: string, title: string): Promise<void> {
   const result = await runNode(
     redoclyBin,
-    ['build-docs', bundleFile, '--inlineBundle', '-o', outFile, '--title', title, '--lint-config', 'off'],
+    // Stacked: one wide column, so the API's title fits on one line at 1280 px and nothing is squeezed into a
+    // third panel at 420 px (decision KIT-10).
+    ['build-docs', bundleFile, '--inlineBundle', '-o', outFile, '--title', title, '--lint-config', 'off', '--openapi.layout=stacked'],
     root,
   );
   if (result.code !== 0) {
@@ -226,6 +250,27 @@ export function offline(html: string, api: Pick<ApiEntry, 'name'>): string {
   return result;
 }
 
+/**
+ * The bundle as Redoc is given it. Redoc shows a server's description as plain text, so its Markdown code
+ * spans would show their backticks: they are dropped to their text. The published JSON keeps the spec as is.
+ */
+export function forRedoc(doc: JsonObject): JsonObject {
+  const servers = doc['servers'];
+  if (!Array.isArray(servers)) return doc;
+  return {
+    ...doc,
+    servers: servers.map((server) => {
+      if (server === null || typeof server !== 'object' || Array.isArray(server) || typeof server['description'] !== 'string') return server;
+      return { ...server, description: server['description'].replace(/`([^`]*)`/g, '$1') };
+    }),
+  };
+}
+
+/** A page of the site made from a README (or a part of one). */
+function renderGuide(title: string, markdown: string): string {
+  return page(title, `<nav class="crumbs"><a href="index.html">All APIs</a></nav>\n${markdownToHtml(markdown)}`);
+}
+
 /** Builds the whole site into `outDir` (emptied first) from the specs under `root`. */
 export async function buildSite(options: { root?: string; outDir?: string } = {}): Promise<Site> {
   const root = options.root ?? repoRoot;
@@ -247,7 +292,7 @@ export async function buildSite(options: { root?: string; outDir?: string } = {}
         const doc = bundles.get(api.name) ?? {};
         const json = serializeJson(doc);
         const bundleFile = path.join(work, `${api.name}.json`);
-        await writeFile(bundleFile, json);
+        await writeFile(bundleFile, serializeJson(forRedoc(doc)));
         await writeFile(path.join(outDir, `${api.name}.openapi.json`), json);
         const status = api.role === 'implementation' ? 'implementation-specific' : api.role;
         const base = apiTitle(api, doc);
@@ -276,6 +321,16 @@ export async function buildSite(options: { root?: string; outDir?: string } = {}
     changelogs.push({ file, kind: 'changelog', title: `${olderApi.name} → ${newerApi.name}`, older: olderApi.name, newer: newerApi.name, diff });
   }
   pages.push(...changelogs);
+
+  const guides: SitePage[] = [
+    { file: 'kit.html', kind: 'guide', title: 'The kit: tool-integration-kit' },
+    { file: 'mocks.html', kind: 'guide', title: 'Mock servers for tool teams' },
+  ];
+  const kitReadme = await readFile(path.join(root, 'client', 'README.md'), 'utf8');
+  await writeFile(path.join(outDir, 'kit.html'), renderGuide(guides[0]!.title, kitReadme));
+  const readme = await readFile(path.join(root, 'README.md'), 'utf8');
+  await writeFile(path.join(outDir, 'mocks.html'), renderGuide(guides[1]!.title, markdownSection(readme, 'Mocks for tool teams')));
+  pages.push(...guides);
 
   await writeFile(path.join(outDir, 'index.html'), renderIndex(apis, bundles, changelogs));
   pages.unshift({ file: 'index.html', kind: 'index', title: 'Tool Integration Service: API reference' });

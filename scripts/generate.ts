@@ -4,6 +4,7 @@
  *   generated/<api>/openapi.json       the bundled spec (component $refs kept)
  *   generated/<api>/types.ts           openapi-typescript types of the bundle
  *   generated/<api>/operations.ts      the operation table and per-operation type aliases
+ *   generated/<api>/schemas.ts         what each component schema states, as a typed constant
  *   generated/<contract>/tool-openapi.json   the contract's webhooks as a tool's own endpoints
  *   generated/index.ts                 the contract versions and API names
  *
@@ -17,6 +18,7 @@ import { pathToFileURL } from 'node:url';
 import { loadApis, repoRoot, type ApiEntry } from './lib/apis.ts';
 import { bundleApi, serializeJson } from './lib/bundle.ts';
 import { generateOperations, generateToolSpec, generateTypes } from './lib/generators.ts';
+import { generateSchemaFacts } from './lib/schema-facts.ts';
 
 /** Relative path (forward slashes, relative to generated/) to file content. Insertion order is output order. */
 export type GeneratedFiles = Map<string, string>;
@@ -66,6 +68,7 @@ export async function generateFiles(root: string = repoRoot): Promise<GeneratedF
         [`${api.name}/openapi.json`, serializeJson(doc)],
         [`${api.name}/types.ts`, await generateTypes(api, doc)],
         [`${api.name}/operations.ts`, generateOperations(api, doc)],
+        [`${api.name}/schemas.ts`, generateSchemaFacts(api.name, doc)],
       ];
       if (api.contract) {
         const tool = generateToolSpec(api, doc);

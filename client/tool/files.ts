@@ -4,12 +4,13 @@
 // go straight to the upload target and are streamed, never held whole, when their size is known.
 
 import type { Readable } from 'node:stream';
+import { schemas } from '../../generated/2026-09-21/schemas.js';
 import type { components } from '../../generated/2026-09-21/types.js';
 import { readProblem } from '../problem.js';
 import {
   callJson,
   JSON_ACCEPT,
-  requireCredential,
+  requireToken,
   requireUrl,
   type ToolRequestOptions,
   type ToolResult,
@@ -21,10 +22,10 @@ export type FileDetail = components['schemas']['FileDetail'];
 export type UploadForm = components['schemas']['UploadForm'];
 
 /** 25 MB in binary units (decisions GAP-04, GAP-06). */
-export const MAX_FILE_SIZE = 26_214_400;
+export const MAX_FILE_SIZE = schemas.FileUploadRequest.properties.size.maximum;
 
 /** The contract's key rule (decisions GAP-03, GAP-36). */
-export const FILE_KEY_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+export const FILE_KEY_PATTERN = new RegExp(schemas.FileKey.pattern);
 export const FILE_KEY_MESSAGE =
   "invalid file key: 1 to 128 characters of letters, digits, '.', '_' or '-', starting with a letter or digit";
 
@@ -259,18 +260,18 @@ async function postForm(
 }
 
 /**
- * The files of the row behind `filesUrl` (one of the `files` claim's URLs), called with `apiToken`
+ * The files of the row behind `filesUrl` (one of the `files` claim's URLs), called with `token`
  * (the claims' `api.token`).
  */
-export function files(filesUrl: string, apiToken: string, options: ToolRequestOptions = {}): FilesClient {
+export function files(filesUrl: string, token: string, options: ToolRequestOptions = {}): FilesClient {
   const url = requireUrl(filesUrl, 'filesUrl');
-  const credential = requireCredential(apiToken, 'apiToken');
+  const bearer = requireToken(token, 'token');
   const doFetch = options.fetch ?? globalThis.fetch;
   return {
     url,
-    list: () => callJson<FileList>(url, { method: 'GET', credential }, options),
-    read: (key) => callJson<FileDetail>(fileUrl(url, key), { method: 'GET', credential }, options),
-    delete: (key) => callJson<undefined>(fileUrl(url, key), { method: 'DELETE', credential }, options),
+    list: () => callJson<FileList>(url, { method: 'GET', token: bearer }, options),
+    read: (key) => callJson<FileDetail>(fileUrl(url, key), { method: 'GET', token: bearer }, options),
+    delete: (key) => callJson<undefined>(fileUrl(url, key), { method: 'DELETE', token: bearer }, options),
     async upload(key, data, uploadOptions = {}) {
       const target = fileUrl(url, key);
       // A File (or typed Blob) already says what it is; options given explicitly win.
@@ -290,7 +291,7 @@ export function files(filesUrl: string, apiToken: string, options: ToolRequestOp
         ...(uploadOptions.filename !== undefined ? { filename: uploadOptions.filename } : {}),
         ...(uploadOptions.attachment !== undefined ? { attachment: uploadOptions.attachment } : {}),
       };
-      const signed = await callJson<UploadForm>(target, { method: 'PUT', credential, json: request }, options);
+      const signed = await callJson<UploadForm>(target, { method: 'PUT', token: bearer, json: request }, options);
       if (signed.error) {
         // The stream was handed over to be uploaded; nothing else will read it now.
         if (source.kind === 'stream') source.release();

@@ -1,5 +1,5 @@
 // The one way the tool-side helpers call the service: the URL exactly as the claims gave it, the
-// `api.token` (or API key) as a bearer credential, JSON in, and `{data, error, response}` out, with
+// `api.token` (or API key) as the bearer `token`, JSON in, and `{data, error, response}` out, with
 // `error` the service's envelope like the typed clients'.
 
 import type { ContractVersion } from '../client-types.js';
@@ -22,16 +22,16 @@ export interface ToolRequestOptions {
 
 export const JSON_ACCEPT = 'application/json, application/problem+json';
 
-export function baseHeaders(credential: string | null, options: ToolRequestOptions): Headers {
+export function baseHeaders(token: string | null, options: ToolRequestOptions): Headers {
   const headers = new Headers({ Accept: JSON_ACCEPT });
-  if (credential !== null) headers.set('Authorization', `Bearer ${credential}`);
+  if (token !== null) headers.set('Authorization', `Bearer ${token}`);
   if (options.contractVersion !== undefined) headers.set('Contract-Version', options.contractVersion);
   return headers;
 }
 
 export interface CallInit {
   method: 'GET' | 'PUT' | 'PATCH' | 'POST' | 'DELETE';
-  credential: string | null;
+  token: string | null;
   /** A JSON body; `undefined` sends none. */
   json?: unknown;
 }
@@ -47,7 +47,7 @@ async function readData(response: Response): Promise<unknown> {
 }
 
 export async function callJson<T>(url: string, init: CallInit, options: ToolRequestOptions): Promise<ToolResult<T>> {
-  const headers = baseHeaders(init.credential, options);
+  const headers = baseHeaders(init.token, options);
   let body: string | undefined;
   if (init.json !== undefined) {
     headers.set('Content-Type', 'application/json');
@@ -64,7 +64,7 @@ export function requireUrl(value: unknown, what: string): string {
   return value;
 }
 
-export function requireCredential(value: unknown, what: string): string {
+export function requireToken(value: unknown, what: string): string {
   if (typeof value !== 'string' || value === '') throw new TypeError(`${what} must be a non-empty string`);
   return value;
 }

@@ -39,7 +39,6 @@ export {
   type ScoreSubmissionResult,
   type SkippedSubmission,
 } from './scores.js';
-export { toolEndpoints, type LocationsAnswer, type ToolEndpointsOptions, type ToolHandler } from './express.js';
 export type { ToolRequestOptions, ToolResult } from './http.js';
 export type { ContractVersion } from '../client-types.js';
 export type { Problem } from '../problem.js';

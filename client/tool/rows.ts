@@ -3,7 +3,7 @@
 
 import type { PatchOperation } from '../../rules/json-patch.js';
 import type { components } from '../../generated/2026-09-21/types.js';
-import { callJson, requireCredential, requireUrl, type ToolRequestOptions, type ToolResult } from './http.js';
+import { callJson, requireToken, requireUrl, type ToolRequestOptions, type ToolResult } from './http.js';
 
 export type { PatchOperation, JsonValue, JsonObject, JsonArray } from '../../rules/json-patch.js';
 
@@ -25,24 +25,24 @@ export interface RowClient<T extends object = Row> {
 }
 
 /**
- * The row behind `storageUrl` (one of the `storage` claim's URLs), called with `apiToken` (the
+ * The row behind `storageUrl` (one of the `storage` claim's URLs), called with `token` (the
  * claims' `api.token`). `T` is the shape the tool keeps in the row; the service does not check it.
  */
-export function rows<T extends object = Row>(storageUrl: string, apiToken: string, options: ToolRequestOptions = {}): RowClient<T> {
+export function rows<T extends object = Row>(storageUrl: string, token: string, options: ToolRequestOptions = {}): RowClient<T> {
   const url = requireUrl(storageUrl, 'storageUrl');
-  const credential = requireCredential(apiToken, 'apiToken');
+  const bearer = requireToken(token, 'token');
   return {
     url,
-    get: () => callJson<T>(url, { method: 'GET', credential }, options),
+    get: () => callJson<T>(url, { method: 'GET', token: bearer }, options),
     put: (row) => {
       if (typeof row !== 'object' || row === null || Array.isArray(row)) {
         throw new TypeError('a row is a JSON object');
       }
-      return callJson<undefined>(url, { method: 'PUT', credential, json: row }, options);
+      return callJson<undefined>(url, { method: 'PUT', token: bearer, json: row }, options);
     },
     patch: (operations) => {
       if (!Array.isArray(operations)) throw new TypeError('patch takes an array of RFC 6902 operations');
-      return callJson<undefined>(url, { method: 'PATCH', credential, json: { patch: operations } }, options);
+      return callJson<undefined>(url, { method: 'PATCH', token: bearer, json: { patch: operations } }, options);
     },
   };
 }

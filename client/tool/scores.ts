@@ -2,7 +2,7 @@
 // makes when a level is ready (decisions L-04, NS-09).
 
 import type { components } from '../../generated/2026-09-21/types.js';
-import { callJson, requireCredential, requireUrl, type ToolRequestOptions, type ToolResult } from './http.js';
+import { callJson, requireToken, requireUrl, type ToolRequestOptions, type ToolResult } from './http.js';
 
 export type GradeAttempt = components['schemas']['GradeAttempt'];
 
@@ -22,7 +22,7 @@ export type ScoreSubmissionResult = SkippedSubmission | ({ skipped: false } & To
 /**
  * POSTs a score to `gradeSubmitUrl`, the launch's `grade.submit` claim; when that is null (no
  * gradebook column, or a location that is not an assessment) there is nothing to call and the
- * answer is `{skipped: true}`. `credential` is the launch's `api.token` (acting as the launching
+ * answer is `{skipped: true}`. `token` is the launch's `api.token` (acting as the launching
  * user) or the tool's API key (acting as the tool's server).
  *
  * A 200 answer is `data`, also when the LMS refused the score: then `data.status` is `failed` and
@@ -30,13 +30,13 @@ export type ScoreSubmissionResult = SkippedSubmission | ({ skipped: false } & To
  */
 export async function submitScore(
   gradeSubmitUrl: string | null,
-  credential: string,
+  token: string,
   body: ScoreSubmission,
   options: ToolRequestOptions = {},
 ): Promise<ScoreSubmissionResult> {
   if (gradeSubmitUrl === null) return { skipped: true };
   const url = requireUrl(gradeSubmitUrl, 'gradeSubmitUrl');
-  const result = await callJson<GradeAttempt>(url, { method: 'POST', credential: requireCredential(credential, 'credential'), json: body }, options);
+  const result = await callJson<GradeAttempt>(url, { method: 'POST', token: requireToken(token, 'token'), json: body }, options);
   return { skipped: false, ...result };
 }
 
@@ -44,10 +44,10 @@ export async function submitScore(
  * PUTs one of the `provision` claim's URLs with the request's `api.token`, telling the service
  * that the course (or location) is ready (204; idempotent). Sends no body (decision NS-09).
  */
-export function markProvisioned(provisionUrl: string, apiToken: string, options: ToolRequestOptions = {}): Promise<ToolResult<undefined>> {
+export function markProvisioned(provisionUrl: string, token: string, options: ToolRequestOptions = {}): Promise<ToolResult<undefined>> {
   return callJson<undefined>(
     requireUrl(provisionUrl, 'provisionUrl'),
-    { method: 'PUT', credential: requireCredential(apiToken, 'apiToken') },
+    { method: 'PUT', token: requireToken(token, 'token') },
     options,
   );
 }

@@ -3,13 +3,8 @@
 
 import { randomBytes } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import {
-  createTokenVerifier,
-  markProvisioned,
-  toolEndpoints,
-  type ProvisionClaims,
-  type TokenVerifier,
-} from '../../client/tool/index.js';
+import { createTokenVerifier, markProvisioned, type ProvisionClaims, type TokenVerifier } from '../../client/tool/index.js';
+import { toolEndpoints } from '../../client/tool/express.js';
 import { attemptFrom, openAttempt, ServiceRefusal, submitAttempt, type Attempt } from './attempts.js';
 import type { QuizConfig } from './config.js';
 import { messagePage, PAGE_CSP, quizPage, resultPage } from './pages.js';

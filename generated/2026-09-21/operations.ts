@@ -292,7 +292,7 @@ export type SubmitScoreParams = OperationTypes['submitScore']['parameters'];
 export type SubmitScoreBody = NonNullable<OperationTypes['submitScore']['requestBody']>['content']['application/json'];
 export type SubmitScoreResponses = OperationTypes['submitScore']['responses'];
 
-/** POST /account/v1/users/{member_id}/apps/{app_id}/contexts/{context_id}/locations/{location_id}/scores: Submit a score */
+/** POST /account/v1/users/{member_id}/apps/{app_id}/contexts/{context_id}/locations/{location_id}/scores: Submit a score, account form */
 export type SubmitScoreAsUserParams = OperationTypes['submitScoreAsUser']['parameters'];
 export type SubmitScoreAsUserBody = NonNullable<OperationTypes['submitScoreAsUser']['requestBody']>['content']['application/json'];
 export type SubmitScoreAsUserResponses = OperationTypes['submitScoreAsUser']['responses'];

@@ -93,7 +93,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Submit a score
+         * Submit a score, account form
          * @description The account form of the score URL (decision L-03): its `users` segment takes the member ID
          *     (`user.member`), which names both the person and the membership. Only a launch's `api.token` is
          *     accepted here, acting as the launching user; an API key answers 401 (decisions NS-21, GAP-28). A

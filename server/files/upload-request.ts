@@ -2,19 +2,20 @@
  * The body of a file PUT (ask to store), checked with the exact messages of decisions GAP-04 and S-01.
  * The key's own rule (GAP-03) is here too, because every file method checks it.
  */
+import { schemas } from '../../generated/2026-09-21/schemas.js';
 import { FilesError } from './errors.js';
 
-export const MAX_FILE_BYTES = 26_214_400;
+// The limits and fields the spec states, read from generated/ (lockstep, decision KIT-04).
+export const MAX_FILE_BYTES = schemas.FileUploadRequest.properties.size.maximum;
 
-export const FILE_KEY_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+export const FILE_KEY_PATTERN = new RegExp(schemas.FileKey.pattern);
 export const FILE_KEY_MESSAGE =
   "invalid file key: 1 to 128 characters of letters, digits, '.', '_' or '-', starting with a letter or digit";
 
+const { mimetype: MIMETYPE_SCHEMA, filename: FILENAME_SCHEMA } = schemas.FileUploadRequest.properties;
 /** The spec's media-type pattern: `type/subtype` with optional parameters; empty means "guess". */
-const MEDIA_TYPE =
-  /^([A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}( *; *[A-Za-z0-9!#$&^_.+-]+=("[^"\r\n]*"|[A-Za-z0-9!#$&^_.+-]+))*)?$/;
-// eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
-const FILENAME = /^[^\x00-\x1F\x7F/\\]*$/;
+const MEDIA_TYPE = new RegExp(MIMETYPE_SCHEMA.pattern);
+const FILENAME = new RegExp(FILENAME_SCHEMA.pattern);
 
 export const UPLOAD_MESSAGES = {
   sizeRequired: 'size is required',
@@ -26,7 +27,7 @@ export const UPLOAD_MESSAGES = {
   unknownField: (name: string) => `unknown field: ${name}`,
 } as const;
 
-const FIELDS = new Set(['size', 'mimetype', 'filename', 'attachment']);
+const FIELDS = new Set(Object.keys(schemas.FileUploadRequest.properties));
 
 export interface UploadRequest {
   size: number;
@@ -56,10 +57,10 @@ export function parseUploadRequest(body: unknown): UploadRequest {
     throw invalid('invalid_size', UPLOAD_MESSAGES.sizeNotInteger);
   }
   if (size > MAX_FILE_BYTES) throw invalid('file_too_large', UPLOAD_MESSAGES.sizeTooLarge);
-  if (mimetype !== undefined && (typeof mimetype !== 'string' || mimetype.length > 255 || !MEDIA_TYPE.test(mimetype))) {
+  if (mimetype !== undefined && (typeof mimetype !== 'string' || mimetype.length > MIMETYPE_SCHEMA.maxLength || !MEDIA_TYPE.test(mimetype))) {
     throw invalid('invalid_mimetype', UPLOAD_MESSAGES.mimetype);
   }
-  if (filename !== undefined && (typeof filename !== 'string' || [...filename].length > 255 || !FILENAME.test(filename))) {
+  if (filename !== undefined && (typeof filename !== 'string' || [...filename].length > FILENAME_SCHEMA.maxLength || !FILENAME.test(filename))) {
     throw invalid('invalid_filename', UPLOAD_MESSAGES.filename);
   }
   if (attachment !== undefined && typeof attachment !== 'boolean') throw invalid('invalid_attachment', UPLOAD_MESSAGES.attachment);

@@ -10,6 +10,7 @@ import { validatePatchShape } from '../../rules/json-patch.js';
 import { Problem } from './problem.js';
 import type { ProblemFieldError } from './problem.js';
 import type { OperationEntry } from './routes.js';
+import { SCORE_BODY_MESSAGES } from '../scores/validate.js';
 
 export interface ValidationFailure {
   path: string;
@@ -75,8 +76,8 @@ export const MAPPING_RULES: readonly MappingRule[] = [
   // Score submissions (contract Errors table; GAP-22, NS-20).
   { kind: 'message', name: 'score range', ops: isScore, path: '/body/score', keywords: ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'], status: 422, code: 'score_out_of_range', message: 'score must be between 0 and 1' },
   { kind: 'message', name: 'max_score positive', ops: isScore, path: '/body/max_score', keywords: ['exclusiveMinimum', 'minimum'], status: 422, code: 'max_score_not_positive', message: 'max_score must be greater than 0' },
-  { kind: 'message', name: 'activity_progress', ops: isScore, path: '/body/activity_progress', status: 422, code: 'invalid_activity_progress', message: 'activity_progress must be one of [Completed, Submitted]' },
-  { kind: 'message', name: 'grading_progress', ops: isScore, path: '/body/grading_progress', status: 422, code: 'invalid_grading_progress', message: 'grading_progress must be one of [FullyGraded, Pending]' },
+  { kind: 'message', name: 'activity_progress', ops: isScore, path: '/body/activity_progress', status: 422, code: 'invalid_activity_progress', message: SCORE_BODY_MESSAGES.activityProgress },
+  { kind: 'message', name: 'grading_progress', ops: isScore, path: '/body/grading_progress', status: 422, code: 'invalid_grading_progress', message: SCORE_BODY_MESSAGES.gradingProgress },
   { kind: 'message', name: 'score required', ops: isScore, path: '/body/score', keywords: ['required'], status: 422, code: 'score_required', message: 'score is required' },
   { kind: 'message', name: 'score number', ops: isScore, path: '/body/score', keywords: ['type'], status: 422, code: 'score_not_a_number', message: 'score must be a number' },
   { kind: 'message', name: 'max_score number', ops: isScore, path: '/body/max_score', keywords: ['type'], status: 422, code: 'max_score_not_a_number', message: 'max_score must be a number' },

@@ -10,6 +10,7 @@ import type { AttemptRecord, PlacementRecord, Store } from '../store/index.js';
 import type { PublishDeps } from './publish.js';
 import { publishAttempt } from './publish.js';
 import type { ScoreSubmission } from './validate.js';
+import type { ActivityProgress, GradingProgress } from '../store/index.js';
 
 /** The attempt as the contract's Grade attempt resource (the response of both score operations). */
 export interface GradeAttemptJson {
@@ -17,8 +18,8 @@ export interface GradeAttemptJson {
   status: 'success' | 'failed';
   score: number;
   max_score: number | null;
-  activity_progress: 'Completed' | 'Submitted';
-  grading_progress: 'FullyGraded' | 'Pending';
+  activity_progress: ActivityProgress;
+  grading_progress: GradingProgress;
   submitted: string;
   member: string;
   location: string;

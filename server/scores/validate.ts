@@ -7,6 +7,7 @@
  * (`server/http/validation-errors.ts`, the contract's table order): score range, max_score, activity_progress,
  * grading_progress, score missing, score not a number, max_score not a number, comment, unknown field.
  */
+import { schemas } from '../../generated/2026-09-21/schemas.js';
 import { Problem } from '../http/problem.js';
 import type { ActivityProgress, GradingProgress } from '../store/index.js';
 
@@ -18,9 +19,17 @@ export interface ScoreSubmission {
   gradingProgress: GradingProgress;
 }
 
-export const ACTIVITY_PROGRESS: readonly ActivityProgress[] = ['Completed', 'Submitted'];
-export const GRADING_PROGRESS: readonly GradingProgress[] = ['FullyGraded', 'Pending'];
-const FIELDS = ['score', 'max_score', 'comment', 'activity_progress', 'grading_progress'];
+// The fields, values and defaults the spec states (lockstep, decision KIT-04): a value or field added to the
+// spec and generated is accepted here without an edit. The store's types are checked against these values
+// where it declares them (server/store/repos/attempts.ts), since its columns admit a fixed set.
+export const ACTIVITY_PROGRESS: readonly ActivityProgress[] = schemas.ActivityProgress.enum;
+export const GRADING_PROGRESS: readonly GradingProgress[] = schemas.GradingProgress.enum;
+const FIELDS: readonly string[] = Object.keys(schemas.ScoreSubmission.properties);
+const DEFAULTS = {
+  activityProgress: schemas.ActivityProgress.default,
+  gradingProgress: schemas.GradingProgress.default,
+  comment: schemas.ScoreSubmission.properties.comment.default,
+} as const;
 
 export const SCORE_BODY_MESSAGES = {
   notAnObject: 'the score submission must be a JSON object',
@@ -47,9 +56,9 @@ export function parseScoreSubmission(body: unknown): ScoreSubmission {
   const o = body as Record<string, unknown>;
   const score = o['score'];
   const maxScore = o['max_score'];
-  const activity = o['activity_progress'] === undefined ? 'Completed' : o['activity_progress'];
-  const grading = o['grading_progress'] === undefined ? 'FullyGraded' : o['grading_progress'];
-  const comment = o['comment'] === undefined ? '' : o['comment'];
+  const activity = o['activity_progress'] === undefined ? DEFAULTS.activityProgress : o['activity_progress'];
+  const grading = o['grading_progress'] === undefined ? DEFAULTS.gradingProgress : o['grading_progress'];
+  const comment = o['comment'] === undefined ? DEFAULTS.comment : o['comment'];
   const unknown = Object.keys(o).find((k) => !FIELDS.includes(k));
   const isNumber = (v: unknown): v is number => typeof v === 'number' && !Number.isNaN(v);
 

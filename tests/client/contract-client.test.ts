@@ -46,7 +46,7 @@ afterAll(async () => {
 });
 
 describe('createContractClient against the Prism mock of 2026-09-21', () => {
-  const client = () => createContractClient({ version: '2026-09-21', baseUrl: prism.url, credential: token });
+  const client = () => createContractClient({ version: '2026-09-21', baseUrl: prism.url, token: token });
 
   it("reads a row: the spec's example", async () => {
     const { data, error, response } = await client().GET('/v1/contexts/{context_id}/apps/{app_id}/storage', {
@@ -127,7 +127,7 @@ describe('createContractClient against the Prism mock of 2026-09-21', () => {
 
 describe('createContractClient for an archived contract', () => {
   it('reads the app of 2026-08-25 with the API key', async () => {
-    const client = createContractClient({ version: '2026-08-25', baseUrl: prism0825.url, credential: 'ltiaas_app_3f9c2a7d1e5b8h4j6k0m_secret' });
+    const client = createContractClient({ version: '2026-08-25', baseUrl: prism0825.url, token: 'ltiaas_app_3f9c2a7d1e5b8h4j6k0m_secret' });
     const { data, error } = await client.GET('/v1/apps/me');
     expect(error).toBeUndefined();
     expect(Object.values(archived.components.examples).map((e) => e.value)).toContainEqual(data);
@@ -165,7 +165,7 @@ describe('headers and errors on the wire', () => {
     const client = createContractClient({
       version: '2026-08-25',
       baseUrl: `${server.url}/`,
-      credential: async () => `token-${++calls}`,
+      token: async () => `token-${++calls}`,
     });
     await client.GET('/v1/contexts/{context_id}/apps/{app_id}/storage', { params: { path: ids } });
     await client.GET('/v1/contexts/{context_id}/apps/{app_id}/storage', { params: { path: ids } });
@@ -185,7 +185,7 @@ describe('headers and errors on the wire', () => {
 
   it('turns an error body that is not the envelope into a Problem', async () => {
     server.handle((_req, res) => void res.writeHead(503, { 'Content-Type': 'text/plain' }).end('upstream down'));
-    const client = createContractClient({ version: '2026-09-21', baseUrl: server.url, credential: token });
+    const client = createContractClient({ version: '2026-09-21', baseUrl: server.url, token: token });
     const { error } = await client.GET('/v1/contexts/{context_id}/apps/{app_id}/storage', { params: { path: ids } });
     expect(error).toEqual({ type: 'about:blank', title: 'Service Unavailable', status: 503, detail: 'upstream down', code: 'unexpected_response' });
 
@@ -197,7 +197,7 @@ describe('headers and errors on the wire', () => {
   it('passes the service envelope through untouched', async () => {
     const envelope = { type: 'about:blank', title: 'Not Found', status: 404, detail: 'row not found', code: 'row_not_found', request_id: 'req_1' };
     server.handle((_req, res) => sendJson(res, 404, envelope, 'application/problem+json'));
-    const client = createContractClient({ version: '2026-09-21', baseUrl: server.url, credential: token });
+    const client = createContractClient({ version: '2026-09-21', baseUrl: server.url, token: token });
     const { error, response } = await client.GET('/v1/contexts/{context_id}/apps/{app_id}/storage', { params: { path: ids } });
     expect(error).toEqual(envelope);
     expect(response.headers.get('content-type')).toBe('application/problem+json');

@@ -10,8 +10,8 @@ import {
   type LaunchClaims,
   type LocationsClaims,
   type ProvisionClaims,
-  toolEndpoints,
 } from '../../client/tool/index.js';
+import { toolEndpoints } from '../../client/tool/express.js';
 import { exampleClaims, fakeService, sign, signingKey, type FakeService, type SigningKey } from './support.js';
 
 const appId = 'app_3f9c2a7d1e5b8h4j6k0m';

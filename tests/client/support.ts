@@ -186,7 +186,7 @@ export async function startPrism(api: string, extraArgs: string[] = []): Promise
     await exited;
     clearTimeout(timer);
   };
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + 90_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`prism exited early:\n${output}`);
     try {
@@ -195,7 +195,7 @@ export async function startPrism(api: string, extraArgs: string[] = []): Promise
     } catch {
       if (Date.now() > deadline) {
         await stop();
-        throw new Error(`prism did not start within 30 s:\n${output}`);
+        throw new Error(`prism did not start within 90 s:\n${output}`);
       }
       await new Promise((resolve) => setTimeout(resolve, 200));
     }

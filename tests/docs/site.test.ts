@@ -3,7 +3,7 @@
  * node:http serves it on 127.0.0.1, and Chromium opens every page. Each reference page must show every
  * operation and webhook of its API, the index must list every API with its status, the changelog pages must
  * show the renames computed from the specs, no page may log a console error, and no request may leave the
- * local origin. A screenshot of each page goes to test-artifacts/site/.
+ * local origin. A screenshot of each page goes to test-artifacts/site/ (and one per page and width, below).
  */
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -202,6 +202,15 @@ describe('docs site', () => {
       else if (!item.label.startsWith(op.summary)) missing.push(`${op.id}: the link says "${item.label}", not "${op.summary}"`);
     }
     expect(missing).toEqual([]);
+    // One entry per thing: no label twice in the navigation (two "Submit a score" entries were indistinguishable).
+    const labels = menu.map((m) => m.label);
+    expect(labels.filter((label, i) => labels.indexOf(label) !== i), `duplicate navigation entries on ${entry.file}`).toEqual([]);
+    // Redoc shows server descriptions as plain text: no Markdown backticks may reach the Servers box.
+    const servers = await v.page.evaluate(() =>
+      Array.from(document.querySelectorAll('[data-testid="panel-servers"]')).map((panel) => (panel as HTMLElement).textContent ?? ''),
+    );
+    expect(servers.length, 'the page shows a Servers box').toBeGreaterThan(0);
+    for (const text of servers) expect(text).not.toContain('`');
     // The title says which kind of API this is.
     const title = await v.page.title();
     expect(title).toContain(entry.api.role === 'implementation' ? 'implementation-specific' : entry.api.role);
@@ -239,5 +248,64 @@ describe('docs site', () => {
       expect.arrayContaining(['LaunchClaims: user.role → user.groups', 'LaunchClaims: resource_link_id → resource_link', 'LaunchClaims: organization.id → organization.deployment']),
     );
     expect(renames(step2)).toContain('LaunchClaims: grade_passback → grade');
+  });
+});
+
+/**
+ * Every page at a phone's width (420 px) and a laptop's (1280 px): nothing may be wider than the window (a
+ * horizontal scroll bar is a failure), and on a reference page the API's title takes one line at 1280 px.
+ * Screenshots of each page at each width go to test-artifacts/site/<page>-<width>.png.
+ */
+describe('docs site at 420 and 1280 px', () => {
+  const widths = [420, 1280] as const;
+
+  it('index.html says which contract is current and links its changelog, the kit and the mock instructions', async () => {
+    const v = await visit('index.html');
+    const current = await v.page.$eval('#current', (el) => (el as HTMLElement).innerText);
+    const currentApi = pagesOf('reference').find((p) => p.api?.role === 'current')?.api?.name ?? '';
+    expect(current).toContain(`The current contract is ${currentApi}`);
+    const hrefs = await v.page.$$eval('#current a, #start a', (links) => links.map((a) => a.getAttribute('href')));
+    expect(hrefs).toEqual(expect.arrayContaining([`${currentApi}.html`, 'kit.html', 'mocks.html', '#changelog']));
+    expect(hrefs.some((href) => href?.startsWith('changelog-') && href.endsWith(`-to-${currentApi}.html`))).toBe(true);
+    await finish(v, 'index.html', true);
+    const kit = await visit('kit.html');
+    expect(await kit.page.evaluate(() => document.body.innerText)).toContain('npm install tool-integration-kit');
+    await finish(kit, 'kit.html', true);
+    const mocks = await visit('mocks.html');
+    expect(await mocks.page.evaluate(() => document.body.innerText)).toContain('npm run mock');
+    await finish(mocks, 'mocks.html', true);
+  });
+
+  it('no page overflows horizontally, and each reference title is one line at 1280 px', { timeout: 600_000 }, async () => {
+    const overflowing: string[] = [];
+    const wrapped: string[] = [];
+    for (const entry of site.pages) {
+      for (const width of widths) {
+        const page = await browser.newPage({ viewport: { width, height: 900 } });
+        await page.goto(`${origin}/${entry.file}`, { waitUntil: 'load' });
+        await page.waitForLoadState('networkidle');
+        if (entry.kind === 'reference') await page.waitForSelector('[data-component-name="Typography/H1"]', { timeout: 60_000 });
+        const measured = await page.evaluate(() => {
+          const root = document.documentElement;
+          const wide = Array.from(document.querySelectorAll('body *'))
+            .filter((el) => el.getBoundingClientRect().right > root.clientWidth + 1 && getComputedStyle(el).position !== 'fixed')
+            .slice(0, 3)
+            .map((el) => `${el.tagName.toLowerCase()}.${el.className.toString().split(' ')[0] ?? ''}`);
+          const h1 = document.querySelector('h1');
+          const lineHeight = h1 ? parseFloat(getComputedStyle(h1).lineHeight) || parseFloat(getComputedStyle(h1).fontSize) * 1.3 : 0;
+          return { scrollWidth: root.scrollWidth, clientWidth: root.clientWidth, wide, titleLines: h1 ? Math.round(h1.getBoundingClientRect().height / lineHeight) : 0, title: h1?.textContent ?? '' };
+        });
+        await page.screenshot({ path: path.join(artifacts, `${entry.file.replace(/\.html$/, '')}-${width}.png`), fullPage: entry.kind !== 'reference' });
+        await page.close();
+        if (measured.scrollWidth > measured.clientWidth) {
+          overflowing.push(`${entry.file} at ${width} px: ${measured.scrollWidth} px wide (${measured.wide.join(', ')})`);
+        }
+        if (entry.kind === 'reference' && width === 1280 && measured.titleLines !== 1) {
+          wrapped.push(`${entry.file}: "${measured.title}" takes ${measured.titleLines} lines`);
+        }
+      }
+    }
+    expect(overflowing).toEqual([]);
+    expect(wrapped).toEqual([]);
   });
 });

@@ -270,7 +270,7 @@ export const scenario: readonly Step[] = [
       const client = createContractClient({
         version: VERSION,
         baseUrl: t.origin,
-        credential: t.student.token,
+        token: t.student.token,
         ...(options.fetch ? { fetch: options.fetch } : {}),
       });
       const { error, response } = await client.GET('/v1/contexts/{context_id}/apps/{app_id}/locations/{location_id}/storage', {

@@ -108,7 +108,7 @@ export async function startMock(
   const portArgs = args.includes('--port') ? [] : ['--port', String(await freePort())];
   const child = spawn(process.execPath, ['--import', 'tsx', launcherScript, mode, ...args, ...portArgs], {
     cwd: repoRoot,
-    env: { ...process.env, ...options.env },
+    env: { TIS_MOCK_START_TIMEOUT_MS: '150000', ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const entry: { child: ChildProcess; prismPid?: number } = { child };
@@ -116,8 +116,8 @@ export async function startMock(
   let output = '';
   const ready = new Promise<{ url: string; prismPid: number }>((resolve, reject) => {
     const timer = setTimeout(
-      () => reject(new Error(`mock ${mode} ${args.join(' ')} did not start within ${options.timeoutMs ?? 30_000} ms:\n${output}`)),
-      options.timeoutMs ?? 30_000,
+      () => reject(new Error(`mock ${mode} ${args.join(' ')} did not start within ${options.timeoutMs ?? 170_000} ms:\n${output}`)),
+      options.timeoutMs ?? 170_000,
     );
     const onData = (d: Buffer): void => {
       output += d.toString();

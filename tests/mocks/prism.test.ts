@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contractVersions, currentContractVersion } from '../../generated/index.js';
-import { defaultPort, defaultPorts, planFrom, toolDefaultPort } from '../../mocks/targets.js';
+import { defaultPort, defaultPorts, planFrom, rewriteOrigins, toolDefaultPort } from '../../mocks/targets.js';
 import { isAlive, repoRoot, runLauncher, startMock, stopAllMocks, type RunningMock } from './launcher.js';
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -121,7 +121,7 @@ describe('Prism mocks started by the launcher', () => {
       await stopAllMocks();
       throw err;
     }
-  });
+  }, 200_000);
 
   afterAll(async () => {
     await stopAllMocks();
@@ -129,6 +129,22 @@ describe('Prism mocks started by the launcher', () => {
   });
 
   describe('npm run mock (current contract)', () => {
+    it('hands out URLs that point at the mock itself on loopback (the upload form, the signed download)', async () => {
+      const put = await fetch(`${currentMock.url}/v1/contexts/${ctx}/apps/${app}/files/lab-report.pdf`, {
+        method: 'PUT',
+        headers: { ...apiToken, ...json },
+        body: JSON.stringify({ size: 1024 }),
+      });
+      expect(put.status).toBe(200);
+      const form = (await put.json()) as { url: string };
+      expect(form.url.startsWith(`${currentMock.url}/v1/`), form.url).toBe(true);
+      const read = await fetch(`${currentMock.url}/v1/contexts/${ctx}/apps/${app}/files/lab-report.pdf`, { headers: apiToken });
+      const detail = (await read.json()) as { url: string };
+      expect(detail.url.startsWith(`${currentMock.url}/v1/downloads/`), detail.url).toBe(true);
+      // And the mock answers them.
+      expect((await fetch(detail.url)).status).toBe(200);
+    });
+
     it('serves the spec\'s first example for a row', async () => {
       const res = await fetch(`${currentMock.url}${contextRow}`, { headers: apiToken });
       expect(res.status).toBe(200);
@@ -275,5 +291,17 @@ describe('Prism mocks started by the launcher', () => {
       expect(code).toBe(0);
       expect(isAlive(mock0819.prismPid)).toBe(false);
     });
+  });
+});
+
+describe('the documents the mocks serve', () => {
+  it('name no origin but the mock\'s own: every URL of the spec\'s origin is rewritten to the mock', () => {
+    for (const api of ['2026-09-21', '2026-08-25', '2026-08-19', 'dashboard'] as const) {
+      const plan = planFrom('mock', [api]);
+      expect(plan.rewrite, api).toEqual({ from: 'https://tis.example.edu', to: `http://127.0.0.1:${plan.port}` });
+      const served = rewriteOrigins(readFileSync(plan.document, 'utf8'), plan.rewrite!);
+      expect(served, api).not.toContain('https://tis.example.edu');
+      expect(served, api).toContain(`http://127.0.0.1:${plan.port}/`);
+    }
   });
 });

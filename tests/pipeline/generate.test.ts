@@ -44,12 +44,26 @@ describe('npm run generate', () => {
     expect(second.size).toBe(fresh.size);
   });
 
-  it('writes the four files of every API and the index', () => {
+  it('writes the files of every API and the index', () => {
     for (const api of apis) {
-      const expected = ['openapi.json', 'types.ts', 'operations.ts', ...(api.contract ? ['tool-openapi.json'] : [])];
+      const expected = ['openapi.json', 'types.ts', 'operations.ts', 'schemas.ts', ...(api.contract ? ['tool-openapi.json'] : [])];
       for (const file of expected) expect(fresh.has(`${api.name}/${file}`), `${api.name}/${file}`).toBe(true);
     }
     expect(fresh.has('index.ts')).toBe(true);
+  });
+
+  it('schemas.ts states every component schema with the enum values, defaults and required fields of the bundle', async () => {
+    for (const api of apis) {
+      const bundle = readJson(generatedPath(api, 'openapi.json')) as { components?: { schemas?: Record<string, Record<string, unknown>> } };
+      const mod = (await import(pathToFileURL(generatedPath(api, 'schemas.ts')).href)) as { schemas: Record<string, Record<string, unknown>> };
+      const components = bundle.components?.schemas ?? {};
+      expect(Object.keys(mod.schemas), api.name).toEqual(Object.keys(components));
+      for (const [name, schema] of Object.entries(components)) {
+        for (const keyword of ['enum', 'default', 'required', 'maximum', 'maxLength', 'pattern']) {
+          if (keyword in schema) expect(mod.schemas[name]?.[keyword], `${api.name} ${name}.${keyword}`).toEqual(schema[keyword]);
+        }
+      }
+    }
   });
 
   it('serializes JSON deterministically (two-space indent, trailing newline)', () => {

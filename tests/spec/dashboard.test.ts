@@ -112,7 +112,7 @@ describe('the dashboard API document', () => {
   it('is marked as this implementation’s own API, not the published contract', () => {
     expect(doc['x-implementation-specific']).toBe(true);
     const info = obj(doc.info, 'info');
-    expect(info.title).toBe('Tool Integration Service — dashboard API (implementation-specific)');
+    expect(info.title).toBe('Dashboard API');
     expect(info.version).toBe('1');
     expect(String(info.description)).toMatch(/not part of the published\s+Tool Integration Service\s+contract/);
     expect(doc.servers).toEqual([expect.objectContaining({ url: 'https://tis.example.edu' })]);

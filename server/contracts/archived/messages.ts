@@ -4,13 +4,16 @@
  * bad body first; the handlers check the same rules again with the same messages before anything is
  * written, so a body is never acted on under a looser reading than the table's.
  */
+import { schemas as archived0825 } from '../../../generated/2026-08-25/schemas.js';
+import { schemas as archived0819 } from '../../../generated/2026-08-19/schemas.js';
 import { Problem } from '../../http/problem.js';
 import type { MappingRule, ValidationFailure } from '../../http/validation-errors.js';
 import { MAPPING_RULES } from '../../http/validation-errors.js';
 import type { OperationEntry } from '../../http/routes.js';
 import type { ArchivedVersion } from './version.js';
 
-export const LOCATION_TYPES = ['assessment', 'practice', 'content', 'setup'] as const;
+// Both archived contracts state the same location types; a spec edit that parts them fails to compile here.
+export const LOCATION_TYPES: typeof archived0819.LocationType.enum = archived0825.LocationType.enum;
 
 export const ARCHIVED_MESSAGES = {
   notAnObject: 'the request body must be a JSON object',

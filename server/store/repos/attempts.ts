@@ -1,11 +1,22 @@
+import type { components } from '../../../generated/2026-09-21/types.js';
 import { InvalidCursorError, StoreError } from '../errors.js';
 import { newId } from '../ids.js';
 import { isoFromUs, nowUs } from '../time.js';
 import type { JsonValue, RepoContext } from './common.js';
 import { decodeCursor, encodeCursor, parseJson } from './common.js';
 
-export type ActivityProgress = 'Completed' | 'Submitted';
-export type GradingProgress = 'FullyGraded' | 'Pending';
+export type ActivityProgress = components['schemas']['ActivityProgress'];
+export type GradingProgress = components['schemas']['GradingProgress'];
+
+// The values the attempts and grades tables admit (CHECK constraints of their migrations) must be the spec's
+// (lockstep, decision KIT-04): when a spec edit adds a value and `npm run generate` runs, the two type lines
+// below stop compiling, naming this one place; widen the CHECK constraints with a migration, then the lists.
+type StoredActivityProgress = 'Completed' | 'Submitted';
+type StoredGradingProgress = 'FullyGraded' | 'Pending';
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type MustHold<T extends true> = T;
+export type StoredActivityProgressIsTheSpecs = MustHold<Same<StoredActivityProgress, ActivityProgress>>;
+export type StoredGradingProgressIsTheSpecs = MustHold<Same<StoredGradingProgress, GradingProgress>>;
 /** `pending` exists only between recording an attempt and hearing back from the LMS. */
 export type AttemptStatus = 'pending' | 'success' | 'failed';
 export type AttemptSourceType = 'session' | 'api_key';
