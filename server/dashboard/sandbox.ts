@@ -115,9 +115,8 @@ export const sandboxHandlers: Pick<Handlers<operations>, SandboxOperationId> = {
       ...(parent !== undefined ? { parentContextId: parent } : {}),
       ...(course !== undefined ? { course } : {}),
     });
-    const { school } = await ensureSandbox(ctx.services, app.id);
     ctx.log.info('sandbox course copied', { app: app.id, context: copy.id, parent: copy.parentContextId });
-    return { status: 201, body: await sandboxCourseJson(ctx.services, app, school, copy) };
+    return { status: 201, body: await sandboxCourseJson(ctx.services, app, copy) };
   }),
 
   resetSandbox: withGuard(appGuard<operations['resetSandbox']>(), async (ctx) => {

@@ -154,11 +154,17 @@ export async function copySandboxCourse(services: Pick<Services, 'store' | 'conf
   });
 }
 
-/** The trial users of one Sandbox course, by role. */
-export async function sandboxUsers(services: Pick<Services, 'store'>, school: OrganizationRecord, context: ContextRecord): Promise<SandboxUsersJson> {
+/**
+ * The trial users of one Sandbox course, by role, looked up in the course's own school (its stored
+ * `organizationId`), not in the school the current `PUBLIC_URL` names: the Sandbox school is found by its
+ * issuer, the service's origin, and a restart on another origin (e.g. `PUBLIC_URL` defaulting to
+ * `http://HOST:PORT` on a new port) finds or makes another school whose trial users are not members of
+ * the courses made before.
+ */
+export async function sandboxUsers(services: Pick<Services, 'store'>, context: ContextRecord): Promise<SandboxUsersJson> {
   const out: Partial<Record<SandboxRole, SandboxUserJson>> = {};
   for (const role of SANDBOX_ROLES) {
-    const user = await services.store.users.findByExternal(school.id, trialUserExternalId(role));
+    const user = await services.store.users.findByExternal(context.organizationId, trialUserExternalId(role));
     const member = user ? await services.store.members.find(context.id, user.id) : null;
     if (!user || !member) throw new Error(`Sandbox course ${context.id} lost its ${role}`);
     const person = TRIAL_PEOPLE[role];
@@ -175,18 +181,17 @@ export async function sandboxUsers(services: Pick<Services, 'store'>, school: Or
   return out as SandboxUsersJson;
 }
 
-/** The member ID of one trial user in one Sandbox course. */
-export async function trialMemberId(services: Pick<Services, 'store'>, school: OrganizationRecord, contextId: string, role: SandboxRole): Promise<string> {
-  const user = await services.store.users.findByExternal(school.id, trialUserExternalId(role));
-  const member = user ? await services.store.members.find(contextId, user.id) : null;
-  if (!member) throw new Error(`Sandbox course ${contextId} lost its ${role}`);
+/** The member ID of one trial user in one Sandbox course (in the course's own school, as `sandboxUsers`). */
+export async function trialMemberId(services: Pick<Services, 'store'>, context: ContextRecord, role: SandboxRole): Promise<string> {
+  const user = await services.store.users.findByExternal(context.organizationId, trialUserExternalId(role));
+  const member = user ? await services.store.members.find(context.id, user.id) : null;
+  if (!member) throw new Error(`Sandbox course ${context.id} lost its ${role}`);
   return member.id;
 }
 
 export async function sandboxCourseJson(
   services: Pick<Services, 'store'>,
   app: AppRecord,
-  school: OrganizationRecord,
   context: ContextRecord,
 ): Promise<SandboxCourseJson> {
   const provisioning = await services.store.provisioning.get({ appId: app.id, contextId: context.id });
@@ -194,7 +199,7 @@ export async function sandboxCourseJson(
     context: context.id,
     parent_context: context.parentContextId,
     course: { name: context.name, label: context.label },
-    users: await sandboxUsers(services, school, context),
+    users: await sandboxUsers(services, context),
     provisioning: provisioning?.state ?? null,
     created: isoFromMs(context.createdAt),
   };

@@ -66,15 +66,15 @@ export async function readSandbox(services: Services, app: AppRecord): Promise<S
     }
   }
   placements.sort((a, b) => (a.created === b.created ? a.id.localeCompare(b.id) : a.created.localeCompare(b.created)));
-  const trialJson = await sandboxCourseJson(services, app, school, trial);
+  const trialJson = await sandboxCourseJson(services, app, trial);
   const copiesJson = [];
-  for (const copy of copies) copiesJson.push(await sandboxCourseJson(services, app, school, copy));
+  for (const copy of copies) copiesJson.push(await sandboxCourseJson(services, app, copy));
   return {
     app_id: app.id,
     context: trial.id,
     course: trialJson.course,
     organization: { title: school.title, issuer: school.issuer, client: school.client, deployment: school.deployment },
-    users: await sandboxUsers(services, school, trial),
+    users: await sandboxUsers(services, trial),
     provisioning: trialJson.provisioning,
     school: { grants_line_item_scope: school.grantsLineItemScope },
     placements,
@@ -86,9 +86,9 @@ export async function readSandbox(services: Services, app: AppRecord): Promise<S
 
 /** Opens the picker in a Sandbox course as its trial instructor. */
 export async function openSandboxPicker(services: Services, app: AppRecord, contextId: string | undefined): Promise<Picker> {
-  const { home, context } = await sandboxContext(services, app, contextId);
+  const { context } = await sandboxContext(services, app, contextId);
   assertSandboxOpen(app);
-  const instructor = await trialMemberId(services, home.school, context.id, 'instructor');
+  const instructor = await trialMemberId(services, context, 'instructor');
   try {
     return await openPicker(services, { appId: app.id, contextId: context.id, memberId: instructor });
   } catch (err) {
@@ -131,14 +131,13 @@ export async function placeInSandbox(services: Services, app: AppRecord, input: 
 
 /** A launch ticket for a trial user into a Sandbox placement. */
 export async function sandboxLaunchTicket(services: Services, app: AppRecord, placementId: string, role: SandboxRole): Promise<IssuedTicket> {
-  const home = await ensureSandbox(services, app.id);
   const placement = await services.store.placements.get(placementId);
   const context = placement && placement.appId === app.id ? await services.store.contexts.get(placement.contextId) : null;
   if (!placement || !context || context.sandboxAppId !== app.id) {
     throw new Problem(404, 'placement_not_found', `placement ${placementId} is not in the Sandbox of app ${app.id}`);
   }
   assertSandboxOpen(app);
-  const memberId = await trialMemberId(services, home.school, context.id, role);
+  const memberId = await trialMemberId(services, context, role);
   try {
     return await issueLaunchTicket(services, { placementId: placement.id, memberId });
   } catch (err) {
