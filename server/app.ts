@@ -27,7 +27,7 @@ import { requestContext } from './http/request-context.js';
 import { OperationRouter } from './http/routes.js';
 import type { Services } from './http/services.js';
 import { dashboardPipeline, loadPlatformCredential } from './dashboard/index.js';
-import { createFileServices } from './files/index.js';
+import { createFileServices, ObjectStoreUnavailableError } from './files/index.js';
 import { launchPageRoute } from './launch-page/mount.js';
 import { createLtiServices, ltiPlatforms, ltiRoutes } from './lti/index.js';
 import { webDashboardRoute } from './web-dashboard/router.js';
@@ -72,6 +72,11 @@ function toProblem(err: unknown, log: Logger): Problem {
   if (err instanceof StoreBusyError) {
     log.warn('store busy', { err });
     return new Problem(503, 'store_busy', 'the service is busy; retry shortly', { headers: { 'Retry-After': '1' } });
+  }
+  if (err instanceof ObjectStoreUnavailableError) {
+    // The bucket is unreachable or failing (OBJ-10): passing, not the caller's fault; the shape of store_busy.
+    log.warn('object store unavailable', { err, operation: err.operation });
+    return new Problem(503, 'object_store_unavailable', 'the file store cannot be reached; retry shortly', { headers: { 'Retry-After': '1' } });
   }
   if (err instanceof UnstorableTextError) {
     // Text a caller sent with U+0000 in a field no validation names; PostgreSQL could not store it.

@@ -2266,6 +2266,21 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /**
+         * @description With `BLOB_STORE=s3`, the object store could not be reached or failed while the service listed what
+         *     arrived in the bucket or signed a form or link (decision OBJ-10). Nothing changed; retry after
+         *     `Retry-After` seconds. The embedded stores never answer this.
+         */
+        ObjectStoreUnavailable: {
+            headers: {
+                /** @description Seconds to wait before retrying. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description The row URL does not exist or does not belong to the tool, or no file has the key. */
         FileNotFound: {
             headers: {
@@ -3066,6 +3081,7 @@ export interface operations {
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["SharedFilesNotProvisioned"];
             429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["ObjectStoreUnavailable"];
         };
     };
     getContextFile: {
@@ -3108,6 +3124,7 @@ export interface operations {
             404: components["responses"]["FileNotFound"];
             422: components["responses"]["SharedFileKeyUnprocessable"];
             429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["ObjectStoreUnavailable"];
         };
     };
     putContextFile: {
@@ -3156,6 +3173,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["SharedFilePutUnprocessable"];
             429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["ObjectStoreUnavailable"];
         };
     };
     deleteContextFile: {
@@ -3196,6 +3214,7 @@ export interface operations {
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["SharedFileKeyUnprocessable"];
             429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["ObjectStoreUnavailable"];
         };
     };
     listLocationFiles: {
@@ -3237,6 +3256,7 @@ export interface operations {
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["SharedFilesNotProvisioned"];
             429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["ObjectStoreUnavailable"];
         };
     };
     getLocationFile: {
@@ -3284,6 +3304,7 @@ export interface operations {
             404: components["responses"]["FileNotFound"];
             422: components["responses"]["SharedFileKeyUnprocessable"];
             429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["ObjectStoreUnavailable"];
         };
     };
     putLocationFile: {
@@ -3337,6 +3358,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["SharedFilePutUnprocessable"];
             429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["ObjectStoreUnavailable"];
         };
     };
     deleteLocationFile: {
@@ -3382,6 +3404,7 @@ export interface operations {
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["SharedFileKeyUnprocessable"];
             429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["ObjectStoreUnavailable"];
         };
     };
     listMemberFiles: {
@@ -3422,6 +3445,7 @@ export interface operations {
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
             429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["ObjectStoreUnavailable"];
         };
     };
     getMemberFile: {
@@ -3469,6 +3493,7 @@ export interface operations {
             404: components["responses"]["FileNotFound"];
             422: components["responses"]["MemberFileKeyUnprocessable"];
             429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["ObjectStoreUnavailable"];
         };
     };
     putMemberFile: {
@@ -3522,6 +3547,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["MemberFilePutUnprocessable"];
             429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["ObjectStoreUnavailable"];
         };
     };
     deleteMemberFile: {
@@ -3567,6 +3593,7 @@ export interface operations {
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["MemberFileKeyUnprocessable"];
             429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["ObjectStoreUnavailable"];
         };
     };
     listMemberLocationFiles: {
@@ -3612,6 +3639,7 @@ export interface operations {
             403: components["responses"]["MemberRowForbidden"];
             404: components["responses"]["RowNotFound"];
             429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["ObjectStoreUnavailable"];
         };
     };
     getMemberLocationFile: {
@@ -3664,6 +3692,7 @@ export interface operations {
             404: components["responses"]["FileNotFound"];
             422: components["responses"]["MemberFileKeyUnprocessable"];
             429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["ObjectStoreUnavailable"];
         };
     };
     putMemberLocationFile: {
@@ -3722,6 +3751,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["MemberFilePutUnprocessable"];
             429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["ObjectStoreUnavailable"];
         };
     };
     deleteMemberLocationFile: {
@@ -3772,6 +3802,7 @@ export interface operations {
             404: components["responses"]["RowNotFound"];
             422: components["responses"]["MemberFileKeyUnprocessable"];
             429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["ObjectStoreUnavailable"];
         };
     };
     uploadFile: {

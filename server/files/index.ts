@@ -88,7 +88,7 @@ export { fileObjectName, keyObjectPrefix, rowObjectPrefix, isFileObjectName } fr
 export type { S3Settings } from './s3-settings.js';
 export { DatabaseBlobStore, DEFAULT_CHUNK_BYTES } from './database-blob-store.js';
 export type { DatabaseBlobStoreOptions } from './database-blob-store.js';
-export { FilesError } from './errors.js';
+export { FilesError, ObjectStoreUnavailableError } from './errors.js';
 export { FileTransfer, UPLOAD_FORM_TTL_MS, DOWNLOAD_URL_TTL_MS, LATE_UPLOAD_TOLERANCE_MS } from './transfer.js';
 export type { FileDetail, FileSummary, UploadFormAnswer, FileTransferOptions } from './transfer.js';
 export { FilesSigner, loadFilesSigner } from './signing.js';

@@ -25,6 +25,7 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { newId } from '../store/ids.js';
 import type { BlobOwner, BlobStore, OpenedBlob, StoredBlob } from './blob-store.js';
 import { BlobNotFoundError, BlobSizeMismatchError } from './blob-store.js';
+import { ObjectStoreUnavailableError } from './errors.js';
 import { fileObjectName, isFileObjectName } from './object-keys.js';
 import type { S3Settings } from './s3-settings.js';
 
@@ -98,6 +99,21 @@ function isMissing(err: unknown): boolean {
   return status === 404;
 }
 
+/**
+ * Runs one call to the bucket (or one signing, which resolves credentials): a missing object and the
+ * service's own refusals pass as they are; anything else (connection refused, a timeout, a 5xx, credentials
+ * that cannot be resolved, access denied) is the object store failing: `ObjectStoreUnavailableError`,
+ * answered 503 with `Retry-After` (OBJ-10).
+ */
+async function atBucket<T>(operation: string, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    if (isMissing(err) || err instanceof BlobSizeMismatchError || err instanceof BlobNotFoundError || err instanceof ObjectStoreUnavailableError) throw err;
+    throw new ObjectStoreUnavailableError(operation, { cause: err });
+  }
+}
+
 export class S3BlobStore implements DirectObjectStore {
   readonly direct = true as const;
   readonly bucket: string;
@@ -122,7 +138,7 @@ export class S3BlobStore implements DirectObjectStore {
     // S3 policies carry whole seconds; a little short of the form's end, so the bucket never accepts later
     // than the service would.
     const seconds = Math.max(1, Math.floor((terms.expiresAt - terms.now - 5) / 1000));
-    const signed = await createPresignedPost(this.client, {
+    const signed = await atBucket('sign an upload', () => createPresignedPost(this.client, {
       Bucket: this.bucket,
       Key: name,
       Conditions: [
@@ -131,7 +147,7 @@ export class S3BlobStore implements DirectObjectStore {
       ],
       Fields: { 'Content-Type': terms.contentType },
       Expires: seconds,
-    });
+    }));
     return { url: signed.url, fields: { ...signed.fields } };
   }
 
@@ -145,15 +161,16 @@ export class S3BlobStore implements DirectObjectStore {
       ResponseContentDisposition: terms.contentDisposition,
       ResponseCacheControl: 'private, no-store',
     });
-    return getSignedUrl(this.client, command, { expiresIn: terms.expiresInSeconds });
+    return atBucket('sign a download', () => getSignedUrl(this.client, command, { expiresIn: terms.expiresInSeconds }));
   }
 
   async list(prefix: string): Promise<Map<string, ObjectInfo>> {
     const found = new Map<string, ObjectInfo>();
     let token: string | undefined;
     do {
-      const page = await this.client.send(
-        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ...(token ? { ContinuationToken: token } : {}) }),
+      const continuation = token;
+      const page = await atBucket('list objects', () =>
+        this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ...(continuation ? { ContinuationToken: continuation } : {}) })),
       );
       for (const object of page.Contents ?? []) {
         if (object.Key === undefined) continue;
@@ -167,7 +184,7 @@ export class S3BlobStore implements DirectObjectStore {
   async stat(name: string): Promise<ObjectInfo | null> {
     this.#checkName(name);
     try {
-      const head = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: name }));
+      const head = await atBucket('read an object', () => this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: name })));
       return { size: head.ContentLength ?? 0, lastModified: head.LastModified?.getTime() ?? 0 };
     } catch (err) {
       if (isMissing(err)) return null;
@@ -210,7 +227,7 @@ export class S3BlobStore implements DirectObjectStore {
       if (received !== size) throw new BlobSizeMismatchError(size, received);
     }
     try {
-      await this.client.send(
+      await atBucket('write an object', () => this.client.send(
         new PutObjectCommand({
           Bucket: this.bucket,
           Key: name,
@@ -219,7 +236,7 @@ export class S3BlobStore implements DirectObjectStore {
           ...(options.contentType ? { ContentType: options.contentType } : {}),
           ...(options.md5 ? { ContentMD5: options.md5 } : {}),
         }),
-      );
+      ));
     } catch (err) {
       await this.delete(name).catch(() => undefined);
       throw err;
@@ -230,7 +247,7 @@ export class S3BlobStore implements DirectObjectStore {
   async get(id: string): Promise<OpenedBlob> {
     if (!isFileObjectName(id)) throw new BlobNotFoundError(id);
     try {
-      const got = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: id }));
+      const got = await atBucket('read an object', () => this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: id })));
       if (!got.Body) throw new BlobNotFoundError(id);
       return { stream: got.Body as Readable, size: got.ContentLength ?? 0 };
     } catch (err) {
@@ -242,7 +259,7 @@ export class S3BlobStore implements DirectObjectStore {
   async delete(id: string): Promise<void> {
     // Not a file object: an embedded store's blob ID, which names nothing in the bucket.
     if (!isFileObjectName(id)) return;
-    await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: id }));
+    await atBucket('delete an object', () => this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: id })));
   }
 
   async close(): Promise<void> {
