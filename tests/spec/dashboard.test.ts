@@ -146,6 +146,11 @@ describe('credentials per operation', () => {
     'suspendApp',
     'createBuilder',
     'listBuilders',
+    // Named operators and the audit log (decisions OPS-02, OPS-03).
+    'listOperators',
+    'createOperator',
+    'revokeOperator',
+    'listAuditLog',
     // LMS registrations (decision LTI-07).
     'listLmsRegistrations',
     'addLmsRegistration',
