@@ -137,7 +137,8 @@ describe('Prism mocks started by the launcher', () => {
       });
       expect(put.status).toBe(200);
       const form = (await put.json()) as { url: string };
-      expect(form.url.startsWith(`${currentMock.url}/v1/`), form.url).toBe(true);
+      // The upload target is outside the API (L-05), but still on the mock's own origin.
+      expect(form.url, form.url).toBe(`${currentMock.url}/uploads`);
       const read = await fetch(`${currentMock.url}/v1/contexts/${ctx}/apps/${app}/files/lab-report.pdf`, { headers: apiToken });
       const detail = (await read.json()) as { url: string };
       expect(detail.url.startsWith(`${currentMock.url}/v1/downloads/`), detail.url).toBe(true);
