@@ -13,7 +13,7 @@ import { DatabaseBlobStore } from './database-blob-store.js';
 import { LocalBlobStore } from './local-blob-store.js';
 import { S3BlobStore } from './s3-blob-store.js';
 import { loadFilesSigner } from './signing.js';
-import { FileTransfer } from './transfer.js';
+import { FileTransfer, OBJECT_SWEEP_INTERVAL_MS, UNUSED_OBJECT_AGE_MS } from './transfer.js';
 
 declare module '../http/services.js' {
   interface Services {
@@ -41,7 +41,16 @@ export async function createFileServices(options: FileServicesOptions): Promise<
   if (!blobs && options.config.blobStore === 's3') {
     // Config refuses BLOB_STORE=s3 without its settings; this guards embedders that build a Config.
     if (!options.config.s3) throw new Error('BLOB_STORE=s3 needs S3_BUCKET and S3_REGION');
-    blobs = new S3BlobStore(options.config.s3);
+    const bucket = new S3BlobStore(options.config.s3);
+    // Objects no record uses (OBJ-21), also those an instance that is gone left behind.
+    bucket.startSweeping({
+      inUse: (names) => options.store.files.blobsInUse(names),
+      nowMs: () => options.clock.nowMs(),
+      olderThanMs: UNUSED_OBJECT_AGE_MS,
+      intervalMs: OBJECT_SWEEP_INTERVAL_MS,
+      onError: (err) => options.log.warn('object store sweep failed', { err }),
+    });
+    blobs = bucket;
   }
   if (!blobs && options.config.blobStore === 'postgres') {
     // Config refuses BLOB_STORE=postgres without DATABASE_URL; this guards embedders that build a Config.
@@ -83,13 +92,13 @@ export type { BlobOwner, BlobStore, OpenedBlob, StoredBlob } from './blob-store.
 export { BlobNotFoundError, BlobSizeMismatchError } from './blob-store.js';
 export { LocalBlobStore } from './local-blob-store.js';
 export { S3BlobStore, createS3Client, isDirectStore } from './s3-blob-store.js';
-export type { DirectObjectStore, ObjectInfo, SignedPost } from './s3-blob-store.js';
+export type { DirectObjectStore, ObjectInfo, ObjectSweepOptions, ObjectsInUse, SignedPost } from './s3-blob-store.js';
 export { fileObjectName, keyObjectPrefix, rowObjectPrefix, isFileObjectName } from './object-keys.js';
 export type { S3Settings } from './s3-settings.js';
 export { DatabaseBlobStore, DEFAULT_CHUNK_BYTES } from './database-blob-store.js';
 export type { DatabaseBlobStoreOptions } from './database-blob-store.js';
 export { FilesError, ObjectStoreUnavailableError } from './errors.js';
-export { FileTransfer, UPLOAD_FORM_TTL_MS, DOWNLOAD_URL_TTL_MS, LATE_UPLOAD_TOLERANCE_MS } from './transfer.js';
+export { FileTransfer, UPLOAD_FORM_TTL_MS, DOWNLOAD_URL_TTL_MS, LATE_UPLOAD_TOLERANCE_MS, OBJECT_SWEEP_INTERVAL_MS, UNUSED_OBJECT_AGE_MS } from './transfer.js';
 export type { FileDetail, FileSummary, UploadFormAnswer, FileTransferOptions } from './transfer.js';
 export { FilesSigner, loadFilesSigner } from './signing.js';
 export { downloadHeaders, contentDisposition } from './download.js';

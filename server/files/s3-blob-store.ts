@@ -11,6 +11,7 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import {
+  CopyObjectCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
@@ -34,6 +35,23 @@ export interface ObjectInfo {
   size: number;
   /** `Last-Modified` in milliseconds (S3 gives whole seconds). */
   lastModified: number;
+  /** The store's `ETag` of this version of the object, when it said. */
+  etag?: string;
+}
+
+/** Which of these object names the service's records still use (a file, or an upload still pending). */
+export type ObjectsInUse = (names: string[]) => Promise<Set<string>>;
+
+export interface ObjectSweepOptions {
+  inUse: ObjectsInUse;
+  /** Now, by the service's clock. */
+  nowMs: () => number;
+  /** An unused object is removed only once it is this old (OBJ-21). */
+  olderThanMs: number;
+  /** How often `startSweeping` sweeps. */
+  intervalMs: number;
+  /** Where a failed periodic sweep is reported; the next one tries again. */
+  onError: (err: unknown) => void;
 }
 
 export interface SignedPost {
@@ -69,6 +87,11 @@ export interface DirectObjectStore extends BlobStore {
   /** Every object under `prefix`, by name. */
   list(prefix: string): Promise<Map<string, ObjectInfo>>;
   stat(name: string): Promise<ObjectInfo | null>;
+  /**
+   * Copies an object inside the store (the bytes never reach the service) and answers what the copy is;
+   * null when the source is gone or, with `ifMatch`, is no longer that version (OBJ-20).
+   */
+  copy(from: string, to: string, options?: { ifMatch?: string }): Promise<ObjectInfo | null>;
 }
 
 export function isDirectStore(blobs: BlobStore): blobs is DirectObjectStore {
@@ -93,11 +116,22 @@ export function createS3Client(settings: S3Settings): S3Client {
   });
 }
 
+function statusOf(err: unknown): number | undefined {
+  return (err as { $metadata?: { httpStatusCode?: number } } | null)?.$metadata?.httpStatusCode;
+}
+
 function isMissing(err: unknown): boolean {
   if (err instanceof NoSuchKey || err instanceof NotFound) return true;
-  const status = (err as { $metadata?: { httpStatusCode?: number } } | null)?.$metadata?.httpStatusCode;
-  return status === 404;
+  return statusOf(err) === 404;
 }
+
+/** The source of a conditional copy is no longer the version named (S3 and MinIO answer 412). */
+function isChanged(err: unknown): boolean {
+  return statusOf(err) === 412 || (err as { name?: string } | null)?.name === 'PreconditionFailed';
+}
+
+/** Where every file object lives (OBJ-03): the sweep looks nowhere else. */
+const FILE_OBJECTS_PREFIX = 'contexts/';
 
 /**
  * Runs one call to the bucket (or one signing, which resolves credentials): a missing object and the
@@ -109,7 +143,7 @@ async function atBucket<T>(operation: string, call: () => Promise<T>): Promise<T
   try {
     return await call();
   } catch (err) {
-    if (isMissing(err) || err instanceof BlobSizeMismatchError || err instanceof BlobNotFoundError || err instanceof ObjectStoreUnavailableError) throw err;
+    if (isMissing(err) || isChanged(err) || err instanceof BlobSizeMismatchError || err instanceof BlobNotFoundError || err instanceof ObjectStoreUnavailableError) throw err;
     throw new ObjectStoreUnavailableError(operation, { cause: err });
   }
 }
@@ -118,6 +152,8 @@ export class S3BlobStore implements DirectObjectStore {
   readonly direct = true as const;
   readonly bucket: string;
   readonly client: S3Client;
+  #timer: NodeJS.Timeout | null = null;
+  #sweeping: Promise<unknown> | null = null;
 
   constructor(options: S3BlobStoreOptions) {
     this.bucket = options.bucket;
@@ -166,19 +202,86 @@ export class S3BlobStore implements DirectObjectStore {
 
   async list(prefix: string): Promise<Map<string, ObjectInfo>> {
     const found = new Map<string, ObjectInfo>();
+    for await (const page of this.#pages(prefix)) for (const [name, info] of page) found.set(name, info);
+    return found;
+  }
+
+  /** The objects under `prefix`, one listing page (up to 1000) at a time. */
+  async *#pages(prefix: string): AsyncGenerator<Array<[string, ObjectInfo]>> {
     let token: string | undefined;
     do {
       const continuation = token;
       const page = await atBucket('list objects', () =>
         this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ...(continuation ? { ContinuationToken: continuation } : {}) })),
       );
+      const objects: Array<[string, ObjectInfo]> = [];
       for (const object of page.Contents ?? []) {
         if (object.Key === undefined) continue;
-        found.set(object.Key, { size: object.Size ?? 0, lastModified: object.LastModified?.getTime() ?? 0 });
+        objects.push([
+          object.Key,
+          { size: object.Size ?? 0, lastModified: object.LastModified?.getTime() ?? 0, ...(object.ETag ? { etag: object.ETag } : {}) },
+        ]);
       }
+      yield objects;
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
-    return found;
+  }
+
+  async copy(from: string, to: string, options: { ifMatch?: string } = {}): Promise<ObjectInfo | null> {
+    this.#checkName(from);
+    this.#checkName(to);
+    try {
+      await atBucket('copy an object', () => this.client.send(new CopyObjectCommand({
+        Bucket: this.bucket,
+        Key: to,
+        // Object names hold only URL-safe characters (OBJ-03), so the source needs no escaping.
+        CopySource: `${this.bucket}/${from}`,
+        ...(options.ifMatch ? { CopySourceIfMatch: options.ifMatch } : {}),
+      })));
+    } catch (err) {
+      if (isMissing(err) || isChanged(err)) return null;
+      throw err;
+    }
+    // What the copy holds, read back: a store that ignores the condition may have copied a later write.
+    return this.stat(to);
+  }
+
+  /**
+   * Removes every file object that no record uses and that is older than `olderThanMs` (OBJ-21): a form
+   * posted again after its upload was accepted, an upload that landed after its form was given up, the
+   * objects of a Sandbox reset or of deleted rows, a delete that failed. One listing of the bucket's file
+   * objects, a page at a time; the records are asked about each page at once. Returns how many went.
+   */
+  async sweepUnused(options: Pick<ObjectSweepOptions, 'inUse' | 'nowMs' | 'olderThanMs'>): Promise<number> {
+    let removed = 0;
+    for await (const page of this.#pages(FILE_OBJECTS_PREFIX)) {
+      // Read the clock per page: a long listing must not age objects that were new when it began.
+      const cutoff = options.nowMs() - options.olderThanMs;
+      const candidates = page.filter(([name, info]) => isFileObjectName(name) && info.lastModified <= cutoff).map(([name]) => name);
+      if (candidates.length === 0) continue;
+      const used = await options.inUse(candidates);
+      for (const name of candidates) {
+        if (used.has(name)) continue;
+        await this.delete(name);
+        removed += 1;
+      }
+    }
+    return removed;
+  }
+
+  /** Sweeps every `intervalMs` until `close()`; the timer never keeps the process alive. */
+  startSweeping(options: ObjectSweepOptions): void {
+    if (this.#timer) return;
+    const run = (): void => {
+      if (this.#sweeping) return;
+      this.#sweeping = this.sweepUnused(options)
+        .catch((err: unknown) => options.onError(err))
+        .finally(() => {
+          this.#sweeping = null;
+        });
+    };
+    this.#timer = setInterval(run, options.intervalMs);
+    this.#timer.unref();
   }
 
   async stat(name: string): Promise<ObjectInfo | null> {
@@ -263,6 +366,9 @@ export class S3BlobStore implements DirectObjectStore {
   }
 
   async close(): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = null;
+    await this.#sweeping;
     this.client.destroy();
   }
 

@@ -33,6 +33,13 @@ export const DOWNLOAD_URL_TTL_MS = 5 * 60 * 1000;
  * after its form's end an upload with nothing arrived stays pending.
  */
 export const LATE_UPLOAD_TOLERANCE_MS = 5 * 60 * 1000;
+/**
+ * Decision OBJ-21: the object store's sweep runs this often on every instance, and removes an object no
+ * record uses only once it is this old (an accepted upload's copy exists a moment before its record, a
+ * migrated file's copy a little longer).
+ */
+export const OBJECT_SWEEP_INTERVAL_MS = 60 * 60 * 1000;
+export const UNUSED_OBJECT_AGE_MS = 60 * 60 * 1000;
 
 export interface FileSummary {
   key: string;
@@ -300,10 +307,10 @@ export class FileTransfer {
       }
     }
     arrived.sort((a, b) => a.object.lastModified - b.object.lastModified || a.reservation.createdAt - b.reservation.createdAt);
-    for (const { reservation, object } of arrived) await this.#settleArrived(reservation, object);
+    for (const { reservation, object } of arrived) await this.#settleArrived(direct, reservation, object);
   }
 
-  async #settleArrived(reservation: UploadReservation, object: ObjectInfo): Promise<void> {
+  async #settleArrived(direct: DirectObjectStore, reservation: UploadReservation, object: ObjectInfo): Promise<void> {
     const refuse = async (reason: string): Promise<void> => {
       if ((await this.#o.store.files.failUpload(reservation.id)) !== null) {
         this.#o.onRefusedUpload?.({ id: reservation.id, reason });
@@ -315,20 +322,35 @@ export class FileTransfer {
     const current = await this.#o.store.files.get(reservation.row, reservation.key);
     // A later upload of the key is already the file: this older one never replaces it.
     if (current && current.modified > object.lastModified) return refuse('superseded by a later upload');
+    // Decision OBJ-20: the file is kept under a name no form ever named, so a form posted again after this
+    // (which a store enforcing no policy takes, whatever its size or time) writes an object nothing serves
+    // or counts. The copy stays inside the store, of the version just checked where the store honours
+    // the condition, and is checked again when read back.
+    const kept = direct.newObjectName({ row: reservation.row, key: reservation.key });
+    const copy = await direct.copy(reservation.blobId, kept, object.etag === undefined ? {} : { ifMatch: object.etag });
+    // Gone or written again since the listing: the next look decides.
+    if (!copy) return;
+    if (copy.size !== reservation.size) {
+      await this.#deleteBlob(kept);
+      return refuse(`size ${copy.size} is not the signed ${reservation.size}`);
+    }
     let stored: Awaited<ReturnType<Store['files']['storeUpload']>>;
     try {
       stored = await this.#o.store.files.storeUpload(
         reservation.id,
-        { blobId: reservation.blobId, size: object.size },
+        { blobId: kept, size: copy.size },
         { limits: this.#o.limits, modified: object.lastModified, onlyPending: true },
       );
     } catch (err) {
+      await this.#deleteBlob(kept);
       // Another instance settled it meanwhile.
       if (err instanceof UploadNotPendingError) return;
       // Past its form's end it held no quota, and the row filled up meanwhile.
       if (err instanceof FileQuotaError) return refuse('over quota after the form expired');
       throw err;
     }
+    // The form's own object: what a later post of the form writes, and nothing reads.
+    await this.#deleteBlob(reservation.blobId);
     if (stored.replacedBlobId) await this.#deleteBlob(stored.replacedBlobId);
   }
 

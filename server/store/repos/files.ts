@@ -318,6 +318,26 @@ export class FilesRepo {
     return rows.map((found) => ({ ...toFile(found), row: rowKeyFrom(found) }));
   }
 
+  /**
+   * Which of `blobIds` the records still use: a file's blob, or the blob an upload still pending may fill
+   * (an object store's sweep keeps these, decision OBJ-21).
+   */
+  async blobsInUse(blobIds: readonly string[]): Promise<Set<string>> {
+    const used = new Set<string>();
+    // Batches well under SQLite's bound-parameter limit.
+    for (let start = 0; start < blobIds.length; start += 400) {
+      const batch = blobIds.slice(start, start + 400);
+      const marks = batch.map(() => '?').join(', ');
+      const rows = await this.ctx.db.all<{ blob_id: string }>(
+        `SELECT blob_id FROM files WHERE blob_id IN (${marks})
+         UNION SELECT blob_id FROM upload_reservations WHERE state = 'pending' AND blob_id IN (${marks})`,
+        [...batch, ...batch],
+      );
+      for (const row of rows) used.add(row.blob_id);
+    }
+    return used;
+  }
+
   /** Points the file that uses `from` at `to` (a copy of its bytes); false when no file uses `from` any more. */
   async moveBlob(from: string, to: string): Promise<boolean> {
     const row = await this.ctx.db.get<{ blob_id: string }>('UPDATE files SET blob_id = ? WHERE blob_id = ? RETURNING blob_id', [to, from]);
@@ -428,20 +448,26 @@ export class FilesRepo {
     });
   }
 
-  /** Discards every file and reservation of the tool in the course (a Sandbox reset, decision GAP-39);
-   * returns the blob IDs to delete. */
-  async deleteForContext(appId: string, contextId: string): Promise<string[]> {
+  /**
+   * Discards every file and reservation of the tool in the course (a Sandbox reset, decision GAP-39);
+   * returns the blob IDs to delete: the files', and those of uploads whose forms are still usable or only
+   * just ended (pending, or already settled: with an object store a form posted again writes its object
+   * again, decision OBJ-21). An object that lands later no record names, and the object store's sweep
+   * removes it.
+   */
+  async deleteForContext(appId: string, contextId: string, formsEndedSince: number = this.ctx.clock.nowMs() - UPLOAD_FORM_TTL_SECONDS * 1000): Promise<string[]> {
     return this.ctx.db.transaction(async (tx) => {
       const files = await tx.all<{ blob_id: string }>(
         'DELETE FROM files WHERE app_id = ? AND context_id = ? RETURNING blob_id',
         [appId, contextId],
       );
       const uploads = await tx.all<{ blob_id: string }>(
-        "DELETE FROM upload_reservations WHERE app_id = ? AND context_id = ? AND state = 'pending' RETURNING blob_id",
-        [appId, contextId],
+        "DELETE FROM upload_reservations WHERE app_id = ? AND context_id = ? AND (state = 'pending' OR expires_at > ?) RETURNING blob_id",
+        [appId, contextId, formsEndedSince],
       );
       await tx.run('DELETE FROM upload_reservations WHERE app_id = ? AND context_id = ?', [appId, contextId]);
-      return [...files, ...uploads].map((r) => r.blob_id);
+      // A completed upload of an embedded store names its file's blob: one delete is enough.
+      return [...new Set([...files, ...uploads].map((r) => r.blob_id))];
     });
   }
 }

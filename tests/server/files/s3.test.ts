@@ -7,9 +7,10 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_S3_CREDENTIALS, startLocalS3, type LocalS3 } from '../../../scripts/bench/local-s3.js';
-import { isDirectStore, rowObjectPrefix, type DirectObjectStore } from '../../../server/files/index.js';
+import { isDirectStore, rowObjectPrefix, UNUSED_OBJECT_AGE_MS, type DirectObjectStore, type S3BlobStore } from '../../../server/files/index.js';
 import type { Clock, RowKey } from '../../../server/store/index.js';
 import { startServer, type TestServer } from '../harness.js';
+import { caller, createBuilder, platformToken, register } from '../dashboard/helpers.js';
 import { api, type Course, detailOf, postForm, serverFailures, setUpCourse } from '../rows/helpers.js';
 
 class OffsetClock implements Clock {
@@ -84,6 +85,17 @@ function memberRow(): RowKey {
   return { appId: course.tool.app.id, contextId: course.placed.context.id, kind: 'member', memberId: course.student.claims.user.member };
 }
 
+function contextRow(): RowKey {
+  return { appId: course.tool.app.id, contextId: course.placed.context.id, kind: 'context' };
+}
+
+/** The object the service keeps a file under. */
+async function keptObject(row: RowKey, key: string): Promise<string> {
+  const file = await server.services.store.files.get(row, key);
+  if (!file) throw new Error(`no file ${key}`);
+  return file.blobId;
+}
+
 describe('the contract flow through a bucket', () => {
   it('signs a presigned POST, takes the upload in the bucket, lists, reads, downloads, replaces and deletes', async () => {
     const files = course.files.member;
@@ -143,7 +155,12 @@ describe('the contract flow through a bucket', () => {
     expect(detail.expires).toBeLessThanOrEqual(Date.now() + 300_000);
     const url = new URL(detail.url);
     expect(url.origin).toBe(s3.endpoint);
-    expect(url.pathname).toBe(`/tis-files/${objectName}`);
+    // Accepted, the file is kept under a name of its own that no form names (OBJ-20); the form's object is gone.
+    const kept = await keptObject(memberRow(), 'report.pdf');
+    expect(kept).not.toBe(objectName);
+    expect(kept.startsWith(`${rowObjectPrefix(memberRow())}report.pdf/blb_`)).toBe(true);
+    expect(await bucket.stat(objectName)).toBeNull();
+    expect(url.pathname).toBe(`/tis-files/${kept}`);
     expect(url.searchParams.get('X-Amz-Expires')).toBe('300');
     expect(url.searchParams.get('response-content-type')).toBe('application/pdf');
     const got = await fetch(detail.url);
@@ -165,13 +182,17 @@ describe('the contract flow through a bucket', () => {
     expect(replaced.size).toBe(v2.length);
     expect(replaced.content_type).toBe('application/pdf');
     expect(Buffer.from(await (await fetch(replaced.url)).arrayBuffer()).equals(v2)).toBe(true);
-    expect(await bucket.stat(objectName)).toBeNull();
-    expect(await bucket.stat(second.fields['key'] ?? '')).toEqual(expect.objectContaining({ size: v2.length }));
+    // Replacing frees the old object.
+    expect(await bucket.stat(kept)).toBeNull();
+    const keptV2 = await keptObject(memberRow(), 'report.pdf');
+    expect(await bucket.stat(keptV2)).toEqual(expect.objectContaining({ size: v2.length }));
+    expect(await bucket.stat(second.fields['key'] ?? '')).toBeNull();
 
     // Delete removes the record and the object; a second delete is still 204.
     expect((await staff().del(fileUrl)).status).toBe(204);
     expect(await list(files)).toEqual([]);
-    expect(await bucket.stat(second.fields['key'] ?? '')).toBeNull();
+    expect(await bucket.stat(keptV2)).toBeNull();
+    expect(await bucket.list(rowObjectPrefix(memberRow()))).toEqual(new Map());
     expect((await staff().del(fileUrl)).status).toBe(204);
     expect((await staff().get(fileUrl)).status).toBe(404);
   });
@@ -191,7 +212,7 @@ describe('the contract flow through a bucket', () => {
     const kept = await read(fileUrl);
     expect(Buffer.from(await (await fetch(kept.url)).arrayBuffer()).toString()).toBe('hello');
     expect(await bucket.stat(wrong.fields['key'] ?? '')).toBeNull();
-    expect(await bucket.stat(first.fields['key'] ?? '')).not.toBeNull();
+    expect(await bucket.stat(await keptObject(contextRow(), 'notes.txt'))).toEqual(expect.objectContaining({ size: 5 }));
     // Short is refused too.
     const short = await askToStore(fileUrl, { size: 10 });
     expect((await postForm(short, 'short')).status).toBe(204);
@@ -270,5 +291,83 @@ describe('the contract flow through a bucket', () => {
     // Another tool's token on this tool's files URL: refused before anything is signed.
     const foreign = await api(other.instructor.auth).put(`${course.files.context}/x.txt`, { size: 1 });
     expect([403, 404]).toContain(foreign.status);
+  });
+});
+
+/** Runs the object store's sweep (OBJ-21) as if `UNUSED_OBJECT_AGE_MS` had passed since now. */
+function sweepLater(): Promise<number> {
+  return (bucket as S3BlobStore).sweepUnused({
+    inUse: (names) => server.services.store.files.blobsInUse(names),
+    nowMs: () => Date.now() + UNUSED_OBJECT_AGE_MS + 5_000,
+    olderThanMs: UNUSED_OBJECT_AGE_MS,
+  });
+}
+
+async function download(fileUrl: string): Promise<string> {
+  return Buffer.from(await (await fetch((await read(fileUrl)).url)).arrayBuffer()).toString();
+}
+
+describe('bytes the service did not check (s3rver enforces no policy)', () => {
+  it('never serves or counts a form posted again after its upload was accepted, and sweeps what it wrote', async () => {
+    const other = await setUpCourse(server);
+    const files = other.files.context;
+    const fileUrl = `${files}/once.txt`;
+    const row: RowKey = { appId: other.tool.app.id, contextId: other.placed.context.id, kind: 'context' };
+    const as = (url: string): Promise<Array<{ key: string; size: number }>> =>
+      api(other.instructor.auth).get(url).then((r) => r.json() as never);
+    const response = await api(other.instructor.auth).put(fileUrl, { size: 5 });
+    const form = (await response.json()) as Form;
+    expect((await postForm(form, 'hello')).status).toBe(204);
+    expect(await as(files)).toEqual([expect.objectContaining({ key: 'once.txt', size: 5 })]);
+    const kept = (await server.services.store.files.get(row, 'once.txt'))!.blobId;
+
+    // The same form again, with other bytes of another size and of the same size: the bucket takes both.
+    expect((await postForm(form, 'a much longer text than was signed')).status).toBe(204);
+    expect((await postForm(form, 'jello')).status).toBe(204);
+    expect(await bucket.stat(form.fields['key'] ?? '')).not.toBeNull();
+    // Listed, counted and downloaded as accepted: the record names the kept copy, which no form reaches.
+    expect(await as(files)).toEqual([expect.objectContaining({ key: 'once.txt', size: 5 })]);
+    const detail = (await api(other.instructor.auth).get(fileUrl).then((r) => r.json())) as { url: string; size: number };
+    expect(detail.size).toBe(5);
+    expect(Buffer.from(await (await fetch(detail.url)).arrayBuffer()).toString()).toBe('hello');
+    expect(await server.services.store.files.usage(row)).toMatchObject({ files: 1, bytes: 5 });
+    expect(await bucket.stat(kept)).toEqual(expect.objectContaining({ size: 5 }));
+
+    // The sweep removes what the second posts wrote, and nothing a record uses.
+    expect(await sweepLater()).toBeGreaterThanOrEqual(1);
+    expect([...(await bucket.list(rowObjectPrefix(row))).keys()]).toEqual([kept]);
+    expect(Buffer.from(await (await fetch(detail.url)).arrayBuffer()).toString()).toBe('hello');
+  });
+
+  it('leaves no object of a Sandbox reset behind: files, uploads in flight, forms posted again or after it', async () => {
+    const builder = await createBuilder(server, caller(server, platformToken(server)), 'S3 Reset Builder');
+    const { appId } = await register(builder, { name: 'Reset files tool', hosting: 'self_hosted', contract_version: '2026-08-19' });
+    expect((await builder.call('POST', `/apps/${appId}/sandbox/picker`)).status).toBe(200);
+    const placed = await builder.call<{ context_id: string }>('POST', `/apps/${appId}/sandbox/placements`, { extid: 'home' });
+    expect(placed.status).toBe(201);
+    // The trial course's context row, worked through the service's own file transfer.
+    const row: RowKey = { appId, contextId: placed.body.context_id, kind: 'context' };
+    const files = server.services.files;
+    const request = (size: number): { size: number; mimetype: string; filename: string; attachment: boolean } => ({ size, mimetype: '', filename: '', attachment: false });
+    const stored = await files.requestUpload(row, 'stored.txt', request(3));
+    expect((await postForm(stored, 'abc')).status).toBe(204);
+    expect((await files.list(row)).map((f) => f.key)).toEqual(['stored.txt']);
+    // Posted again after it was accepted, posted but not yet looked at, signed and not yet posted.
+    expect((await postForm(stored, 'xyz')).status).toBe(204);
+    const inFlight = await files.requestUpload(row, 'in-flight.txt', request(4));
+    expect((await postForm(inFlight, 'abcd')).status).toBe(204);
+    const unposted = await files.requestUpload(row, 'later.txt', request(2));
+    expect((await bucket.list(rowObjectPrefix(row))).size).toBe(3);
+
+    expect((await builder.call('POST', `/apps/${appId}/sandbox/reset`)).status).toBe(204);
+    expect(await files.list(row)).toEqual([]);
+    expect(await bucket.list(rowObjectPrefix(row))).toEqual(new Map());
+
+    // A form still valid, posted after the reset: the bucket takes it, no record names it, the sweep removes it.
+    expect((await postForm(unposted, 'ab')).status).toBe(204);
+    expect(await files.list(row)).toEqual([]);
+    expect((await bucket.list(rowObjectPrefix(row))).size).toBe(1);
+    await sweepLater();
+    expect(await bucket.list(rowObjectPrefix(row))).toEqual(new Map());
   });
 });
