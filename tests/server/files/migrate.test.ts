@@ -56,17 +56,22 @@ describe('tis files migrate', () => {
     );
     // A file whose bytes went missing from the embedded store: reported, never pointed at nothing.
     await embedded.services.blobs.delete(gone!.blobId);
+    // A file whose bytes are not the size its record says: reported, not copied, the record unchanged.
+    expect((await storeFile(staff, `${course.files.location}/resized.txt`, 'four')).upload.status).toBe(204);
+    await embedded.services.store.driver.run("UPDATE files SET size = 5 WHERE file_key = 'resized.txt'");
     await embedded.stop();
 
     const env = { ...(await serviceStoreEnv(dataDir)), S3_BUCKET: s3.settings.bucket, S3_REGION: 'us-east-1', S3_ENDPOINT: s3.endpoint, S3_FORCE_PATH_STYLE: '1' };
     const dry = capture();
     expect(await runFiles(['migrate', '--dry-run'], env, dry.io)).toBe(1);
     expect(dry.out.filter((l) => l.startsWith('would copy'))).toHaveLength(2);
+    expect(dry.err.some((l) => l.includes('resized.txt') && l.includes('the source holds 4 bytes, the record says 5'))).toBe(true);
 
     const first = capture();
     expect(await runFiles(['migrate', '--from', TEST_BLOB_STORE === 'postgres' ? 'postgres' : 'local'], env, first.io)).toBe(1);
     expect(first.out.filter((l) => l.startsWith('copied ') && l.endsWith('verified'))).toHaveLength(2);
-    expect(first.err).toEqual([expect.stringMatching(/^failed gone\.txt .*: no blob|^failed gone\.txt/)]);
+    expect(first.err).toHaveLength(2);
+    expect(first.err).toEqual(expect.arrayContaining([expect.stringMatching(/^failed gone\.txt/), expect.stringMatching(/^failed resized\.txt .*the source holds 4 bytes, the record says 5/)]));
     expect(first.out.at(-1)).toContain('copied 2 files (300019 bytes)');
     // Run again: nothing left to copy but the broken one.
     const again = capture();
@@ -89,6 +94,8 @@ describe('tis files migrate', () => {
       expect(got.headers.get('content-disposition')).toMatch(/^attachment; filename="scores.csv"/);
       const records = await onS3.services.store.files.listAllFiles('', 10);
       expect(records.filter((r) => isFileObjectName(r.blobId)).map((r) => r.key).sort()).toEqual(['answers.bin', 'scores.csv']);
+      expect(records.find((r) => r.key === 'resized.txt')).toMatchObject({ size: 5 });
+      expect(isFileObjectName(records.find((r) => r.key === 'resized.txt')!.blobId)).toBe(false);
     } finally {
       await onS3.stop();
     }

@@ -31,11 +31,13 @@ let course: Course;
 let bucket: DirectObjectStore;
 const clock = new OffsetClock();
 const saved: Record<string, string | undefined> = {};
+// s3rver checks no SigV4 signature, so any secret works: one no log line may ever contain (OBJ-01).
+const SECRET = 'tis-test-secret-Zq9vX2kP';
 
 beforeAll(async () => {
   // The SDK's default credential chain, as in production: here the environment (never the instance
   // metadata service, which would leave loopback).
-  for (const [name, value] of Object.entries({ ...LOCAL_S3_CREDENTIALS, AWS_EC2_METADATA_DISABLED: 'true' })) {
+  for (const [name, value] of Object.entries({ ...LOCAL_S3_CREDENTIALS, AWS_SECRET_ACCESS_KEY: SECRET, AWS_EC2_METADATA_DISABLED: 'true' })) {
     saved[name] = process.env[name];
     process.env[name] = value;
   }
@@ -47,6 +49,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   const failures = server ? serverFailures(server.logs) : [];
+  const logged = JSON.stringify(server?.logs ?? []);
   await server?.stop();
   await s3?.stop();
   for (const [name, value] of Object.entries(saved)) {
@@ -54,6 +57,9 @@ afterAll(async () => {
     else process.env[name] = value;
   }
   expect(failures).toEqual([]);
+  // The credentials were used for every signing and call above, and never logged.
+  expect(logged.length).toBeGreaterThan(1000);
+  expect(logged).not.toContain(SECRET);
 });
 
 const staff = (): ReturnType<typeof api> => api(course.instructor.auth);
