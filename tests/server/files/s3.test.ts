@@ -339,9 +339,18 @@ describe('bytes the service did not check (s3rver enforces no policy)', () => {
     expect(await server.services.store.files.usage(row)).toMatchObject({ files: 1, bytes: 5 });
     expect(await bucket.stat(kept)).toEqual(expect.objectContaining({ size: 5 }));
 
-    // The sweep removes what the second posts wrote, and nothing a record uses.
+    // The sweep removes what the second posts wrote once it is old, and nothing a record uses: not the kept
+    // file, nor an upload that arrived but was not looked at yet.
+    const inFlight = (await api(other.instructor.auth).put(`${files}/in-flight.txt`, { size: 2 }).then((r) => r.json())) as Form;
+    expect((await postForm(inFlight, 'ok')).status).toBe(204);
+    await (bucket as S3BlobStore).sweepUnused({
+      inUse: (names) => server.services.store.files.blobsInUse(names),
+      nowMs: () => Date.now(),
+      olderThanMs: UNUSED_OBJECT_AGE_MS,
+    });
+    expect(await bucket.stat(form.fields['key'] ?? '')).not.toBeNull();
     expect(await sweepLater()).toBeGreaterThanOrEqual(1);
-    expect([...(await bucket.list(rowObjectPrefix(row))).keys()]).toEqual([kept]);
+    expect([...(await bucket.list(rowObjectPrefix(row))).keys()].sort()).toEqual([kept, inFlight.fields['key']].sort());
     expect(Buffer.from(await (await fetch(detail.url)).arrayBuffer()).toString()).toBe('hello');
   });
 
