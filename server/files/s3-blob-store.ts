@@ -2,7 +2,8 @@
  * Files in a bucket of an S3-compatible object store (`BLOB_STORE=s3`, decisions OBJ-01 to OBJ-08). The
  * service never carries a file's bytes on the way in or out: a file PUT answers a presigned POST to the
  * bucket, a read answers a presigned GET, and what arrived is checked by listing the row's prefix (the
- * service's record moves only then, OBJ-05). `put` and `get` stream through the service only for
+ * service's record moves only then, to a copy no form names, OBJ-05 and OBJ-20; objects no record uses are
+ * swept, OBJ-21). `put` and `get` stream through the service only for
  * `tis files migrate` and for a form an embedded store signed before the switch.
  *
  * Blob IDs here are object names (object-keys.ts), so every other part of the service (the files table,
