@@ -126,6 +126,8 @@ describe('Dynamic Registration (Moodle-shaped)', () => {
     expect(ok.state).not.toBe('');
     expect(ok.nonce).not.toBe('');
     expect(ok.cookie).toBe(`lti_state_${ok.state}=1`);
+    // Bound to this browser across the LMS's frame: a third-party cookie must be SameSite=None and Secure.
+    expect(ok.setCookie.split(';').map((a) => a.trim())).toEqual(expect.arrayContaining(['SameSite=None', 'Secure', 'HttpOnly', 'Path=/lti/']));
   });
 });
 
@@ -368,6 +370,42 @@ describe('refusals: a 4xx page, a log line, and no tool request', () => {
     await expectRefusalPage(res, 401, idToken);
     expect(lastRefusal(server)?.['code']).toBe('unknown_kid');
     expect(canvas.to('/api/lti/security/jwks').length - fetchesBefore).toBeLessThanOrEqual(1);
+  });
+
+  it('unknown kids in a row: the JWKS is refetched once, not once per launch', async () => {
+    const fetchesBefore = canvas.to('/api/lti/security/jwks').length;
+    for (const kid of ['rotated-away-2', 'rotated-away-3']) {
+      const { res, idToken } = await attempt(() => undefined, { kid });
+      await expectRefusalPage(res, 401, idToken);
+      expect(lastRefusal(server)?.['code']).toBe('unknown_kid');
+    }
+    expect(canvas.to('/api/lti/security/jwks').length - fetchesBefore).toBeLessThanOrEqual(1);
+  });
+
+  it('an iss other than the registration\'s', async () => {
+    const { res, idToken } = await attempt((c) => {
+      c['iss'] = 'https://canvas.beta.instructure.com';
+    });
+    await expectRefusalPage(res, 401, idToken);
+    expect(lastRefusal(server)?.['code']).toBe('bad_iss');
+  });
+
+  it('several audiences with an azp that is not the client', async () => {
+    const { res, idToken } = await attempt((c) => {
+      c['aud'] = [canvas.clientId, 'another-tool'];
+      c['azp'] = 'another-tool';
+    });
+    await expectRefusalPage(res, 401, idToken);
+    expect(lastRefusal(server)?.['code']).toBe('bad_azp');
+  });
+
+  it('iat more than the allowed skew in the future', async () => {
+    const { res, idToken } = await attempt((c) => {
+      c['iat'] = Math.floor(Date.now() / 1000) + 60;
+      c['exp'] = Math.floor(Date.now() / 1000) + 120;
+    });
+    await expectRefusalPage(res, 401, idToken);
+    expect(lastRefusal(server)?.['code']).toMatch(/^(iat_in_future|bad_iat)$/);
   });
 
   it('tampered signature', async () => {
