@@ -32,14 +32,16 @@ const GLOBAL_OPTIONS: Readonly<Record<string, OptionSpec & { short?: string }>> 
 };
 
 /** Every option any command takes, so one parse finds the command whatever order the words come in. */
-function allOptions(): Record<string, { type: 'string' | 'boolean'; short?: string }> {
-  const all: Record<string, { type: 'string' | 'boolean'; short?: string }> = {};
+function allOptions(): Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }> {
+  const all: Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }> = {};
   for (const [name, spec] of Object.entries(GLOBAL_OPTIONS)) all[name] = { type: spec.type, ...(spec.short ? { short: spec.short } : {}) };
   for (const command of COMMANDS) {
     for (const [name, spec] of Object.entries(command.options ?? {})) {
       const known = all[name];
-      if (known && known.type !== spec.type) throw new Error(`tis: option --${name} is a ${known.type} in one command and a ${spec.type} in another`);
-      all[name] = { type: spec.type };
+      if (known && (known.type !== spec.type || (known.multiple ?? false) !== (spec.multiple ?? false))) {
+        throw new Error(`tis: option --${name} is declared differently by two commands`);
+      }
+      all[name] = { type: spec.type, ...(spec.multiple ? { multiple: true } : {}) };
     }
   }
   return all;
@@ -62,7 +64,7 @@ function findCommand(positionals: readonly string[]): { command: Command; words:
 }
 
 function optionText(name: string, spec: OptionSpec): string {
-  return spec.value ? `--${name} ${spec.value}` : `--${name}`;
+  return `${spec.value ? `--${name} ${spec.value}` : `--${name}`}${spec.multiple ? ' ...' : ''}`;
 }
 
 function synopsis(command: Command): string {
@@ -83,7 +85,6 @@ export function usage(): string {
     lines.push(`  ${synopsis(command)}`, `      ${command.summary} (${TOKENS[command.token]})`);
     for (const alias of command.aliases ?? []) lines.push(`  ${alias} ...`, `      The same as "${command.name}".`);
   }
-  lines.push('  lms list|show|activate|deactivate|add ...', '      LMS registrations (the platform team\'s token; see "tis lms --help").');
   lines.push('  files migrate [--from local|postgres] [--dry-run]', '      Copy stored files into the S3 bucket, on the store itself (see "tis files --help").');
   lines.push('', 'Options of every command:', ...globalOptionLines(), '');
   lines.push('"tis <command> --help" shows one command\'s options in full.');
@@ -130,7 +131,6 @@ export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, io: I
   // `tis files` works on the store itself, not through the dashboard API: its own options and usage, and
   // the service's modules loaded only for it (decision OBJ-08).
   if (argv[0] === 'files') return (await import('./commands/files.js')).runFiles(argv.slice(1), env, io);
-  if (argv[0] === 'lms') return (await import('./commands/lms.js')).runLms(argv.slice(1), env, io);
   try {
     let parsed;
     try {
@@ -138,7 +138,13 @@ export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, io: I
     } catch (err) {
       throw new UsageError((err as Error).message);
     }
-    const values = parsed.values as Record<string, string | boolean | undefined>;
+    const parsedValues = parsed.values as Record<string, string | boolean | string[] | undefined>;
+    const values: Record<string, string | boolean | undefined> = {};
+    const lists: Record<string, string[]> = {};
+    for (const [name, value] of Object.entries(parsedValues)) {
+      if (Array.isArray(value)) lists[name] = value;
+      else values[name] = value;
+    }
     const positionals = parsed.positionals[0] === 'help' ? parsed.positionals.slice(1) : parsed.positionals;
     const wantsHelp = values['help'] === true || parsed.positionals[0] === 'help';
     const found = findCommand(positionals);
@@ -151,7 +157,13 @@ export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, io: I
         io.err(usage());
         return EXIT_USAGE;
       }
-      const group = COMMANDS.filter((c) => c.name.startsWith(`${positionals[0]} `)).map((c) => `"${c.name}"`);
+      const members = COMMANDS.filter((c) => c.name.startsWith(`${positionals[0]} `));
+      // `tis lms --help`: the help of every command of the group, options in full.
+      if (wantsHelp && members.length > 0 && positionals.length === 1) {
+        io.out(members.map(commandUsage).join('\n'));
+        return 0;
+      }
+      const group = members.map((c) => `"${c.name}"`);
       throw new UsageError(
         group.length > 0 && positionals.length === 1
           ? `${positionals[0]} needs a command: ${group.join(', ')}`
@@ -164,7 +176,7 @@ export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, io: I
       return 0;
     }
     const allowed = Object.keys(command.options ?? {});
-    for (const name of Object.keys(values)) {
+    for (const name of [...Object.keys(values), ...Object.keys(lists)]) {
       if (name in GLOBAL_OPTIONS) continue;
       if (!allowed.includes(name)) throw new UsageError(`${command.name} does not take --${name}`);
     }
@@ -177,7 +189,7 @@ export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, io: I
     const client = createDashboardClient({ baseUrl: url, token });
     const args = Object.fromEntries(expected.map((name, i) => [name, given[i] ?? '']));
     try {
-      await command.run({ client, args, values, json: values['json'] === true, io });
+      await command.run({ client, args, values, lists, json: values['json'] === true, io });
     } catch (err) {
       if (err instanceof ApiRefusal || err instanceof UsageError) throw err;
       // fetch failed: nothing answered at the URL.

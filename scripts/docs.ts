@@ -8,6 +8,7 @@
  *                                            scripts/changelog.ts from the bundles
  *   site/kit.html, site/mocks.html           the kit's README and the README's mock instructions, so a tool team
  *                                            finds everything from the index
+ *   site/lms.html, site/lms-<family>.html    the LMS administrators' pages, from docs/lms/ (decision LTI-65)
  *
  * Specs are bundled afresh, so the site never shows a stale generated/.
  */
@@ -107,6 +108,20 @@ function apiTitle(api: ApiEntry, doc: JsonObject | undefined): string {
   return title;
 }
 
+/** The LMS administrators' pages: the overview, then one page per LMS family, each from a file of docs/lms/. */
+export const LMS_GUIDES: ReadonlyArray<{ file: string; source: string; title: string; nav: string; summary: string }> = [
+  { file: 'lms.html', source: 'README.md', title: 'Connecting an LMS', nav: 'Overview', summary: "the service's LTI URLs, what it asks of your LMS, schools and deployments, activating a registration." },
+  { file: 'lms-canvas.html', source: 'canvas.md', title: 'Connect Canvas', nav: 'Canvas', summary: 'a developer key from the JSON configuration, entered in the service by hand.' },
+  { file: 'lms-moodle.html', source: 'moodle.md', title: 'Connect Moodle', nav: 'Moodle', summary: 'Dynamic Registration: paste one URL.' },
+  { file: 'lms-brightspace.html', source: 'brightspace.md', title: 'Connect D2L Brightspace', nav: 'Brightspace', summary: 'Dynamic or standard registration, and its token audience.' },
+  { file: 'lms-blackboard.html', source: 'blackboard.md', title: 'Connect Blackboard Learn', nav: 'Blackboard', summary: 'one global client ID; each institution is a deployment.' },
+];
+
+function renderLmsGuide(guide: (typeof LMS_GUIDES)[number], markdown: string): string {
+  const links = LMS_GUIDES.map((g) => (g.file === guide.file ? `<strong aria-current="page">${esc(g.nav)}</strong>` : `<a href="${esc(g.file)}">${esc(g.nav)}</a>`));
+  return page(guide.title, `<nav class="crumbs"><a href="index.html">All APIs</a> · ${links.join(' · ')}</nav>\n${markdownToHtml(markdown)}`);
+}
+
 function renderIndex(apis: ApiEntry[], bundles: Map<string, JsonObject>, changelogs: SitePage[]): string {
   const item = (api: ApiEntry): string => {
     const badge =
@@ -147,11 +162,17 @@ function renderIndex(apis: ApiEntry[], bundles: Map<string, JsonObject>, changel
 <li><a href="#changelog">Changelog</a> between the contract versions.</li>
 </ul>`
     : '';
+  const lmsAdmins = `<h2 id="for-lms-administrators">For LMS administrators</h2>
+<p class="muted">Connecting a school's LMS to the service (LTI 1.3): one registration serves every tool.</p>
+<ul id="lms-admins">
+${LMS_GUIDES.map((g) => `<li><a href="${esc(g.file)}">${esc(g.title)}</a>: ${esc(g.summary)}</li>`).join('\n')}
+</ul>`;
   return page(
     'Tool Integration Service: API reference',
     `<h1>Tool Integration Service</h1>
 <p class="lead">API reference of the published contracts and of this implementation's own API, built from the OpenAPI specs in <code>openapi/</code>.</p>
 ${start}
+${lmsAdmins}
 <h2>Contracts</h2>
 <ul class="apis" id="contracts">
 ${contracts.map(item).join('\n')}
@@ -331,6 +352,12 @@ export async function buildSite(options: { root?: string; outDir?: string } = {}
   const readme = await readFile(path.join(root, 'README.md'), 'utf8');
   await writeFile(path.join(outDir, 'mocks.html'), renderGuide(guides[1]!.title, markdownSection(readme, 'Mocks for tool teams')));
   pages.push(...guides);
+
+  for (const guide of LMS_GUIDES) {
+    const markdown = await readFile(path.join(root, 'docs', 'lms', guide.source), 'utf8');
+    await writeFile(path.join(outDir, guide.file), renderLmsGuide(guide, markdown));
+    pages.push({ file: guide.file, kind: 'guide', title: guide.title });
+  }
 
   await writeFile(path.join(outDir, 'index.html'), renderIndex(apis, bundles, changelogs));
   pages.unshift({ file: 'index.html', kind: 'index', title: 'Tool Integration Service: API reference' });

@@ -16,6 +16,8 @@ export interface OptionSpec {
   type: 'string' | 'boolean';
   /** The placeholder shown in help, e.g. `<url>`; absent for a boolean. */
   value?: string;
+  /** A string option that may be given several times; its values are in `CommandContext.lists`. */
+  multiple?: boolean;
   description: string;
 }
 
@@ -25,6 +27,8 @@ export interface CommandContext {
   args: Readonly<Record<string, string>>;
   /** Options by name (`callback-url`), only those given. */
   values: Readonly<Record<string, string | boolean | undefined>>;
+  /** The options declared `multiple`, every value given in order (an empty list when not given). */
+  lists: Readonly<Record<string, readonly string[]>>;
   json: boolean;
   io: Io;
 }

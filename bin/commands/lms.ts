@@ -1,59 +1,11 @@
 /**
  * `tis lms list|show|activate|deactivate|add`: the platform team's LMS registrations (decisions LTI-06,
- * LTI-07), over the dashboard API like every `tis` command. Exit statuses as `tis`: 1 when the API refuses
- * or cannot be reached, 2 on a wrong command line.
+ * LTI-07, LTI-64), over the dashboard API like every `tis` command.
  */
-import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
-import { createDashboardClient } from '../../client/index.js';
-import type { DashboardComponents } from '../../client/index.js';
+import type { Command, CommandContext, OptionSpec, Schemas } from './command.js';
+import { check, show, stringOption, table, UsageError } from './command.js';
 
-type Registration = DashboardComponents['schemas']['LmsRegistration'];
-
-export interface LmsIo {
-  out(line: string): void;
-  err(line: string): void;
-}
-
-export const LMS_USAGE = `  lms list
-      List the LMS registrations (the platform team's token).
-  lms show <registration_id>
-  lms activate <registration_id>
-  lms deactivate <registration_id>
-  lms add --issuer <url> --client-id <id> --deployment <id> [--deployment <id> ...]
-          --auth-url <url> --token-url <url> --jwks-url <url>
-          [--token-audience <aud>] [--title <text>]
-      Register an LMS by hand (no Dynamic Registration). It arrives pending.`;
-
-const OPTIONS = {
-  url: { type: 'string' },
-  token: { type: 'string' },
-  'token-file': { type: 'string' },
-  json: { type: 'boolean' },
-  issuer: { type: 'string' },
-  'client-id': { type: 'string' },
-  deployment: { type: 'string', multiple: true },
-  'auth-url': { type: 'string' },
-  'token-url': { type: 'string' },
-  'jwks-url': { type: 'string' },
-  'token-audience': { type: 'string' },
-  title: { type: 'string' },
-} as const;
-
-const ADD_OPTIONS = ['issuer', 'client-id', 'deployment', 'auth-url', 'token-url', 'jwks-url', 'token-audience', 'title'];
-const ARGS: Readonly<Record<string, number>> = { list: 0, show: 1, activate: 1, deactivate: 1, add: 0 };
-
-class UsageError extends Error {}
-class Refused extends Error {
-  constructor(readonly status: number, readonly detail: string) {
-    super(detail);
-  }
-}
-
-function check<T>(result: { data?: T; error?: { status: number; detail: string } }): T {
-  if (result.error) throw new Refused(result.error.status, result.error.detail);
-  return result.data as T;
-}
+type Registration = Schemas['LmsRegistration'];
 
 function describe(r: Registration): string[] {
   return [
@@ -67,93 +19,96 @@ function describe(r: Registration): string[] {
   ];
 }
 
-export async function runLms(argv: readonly string[], env: NodeJS.ProcessEnv, io: LmsIo): Promise<number> {
-  try {
-    let parsed;
-    try {
-      parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
-    } catch (err) {
-      throw new UsageError((err as Error).message);
-    }
-    const values = parsed.values;
-    const [command, ...args] = parsed.positionals;
-    if (command === undefined || !(command in ARGS)) throw new UsageError(`lms takes list, show, activate, deactivate or add`);
-    if (args.length !== ARGS[command]) throw new UsageError(`lms ${command} takes ${ARGS[command] === 0 ? 'no arguments' : '<registration_id>'}`);
-    for (const name of Object.keys(values)) {
-      if (ADD_OPTIONS.includes(name) && command !== 'add') throw new UsageError(`lms ${command} does not take --${name}`);
-    }
-    const url = values.url ?? env['TIS_URL'];
-    if (!url || !/^https?:\/\//.test(url)) throw new UsageError('the service URL is missing: pass --url or set TIS_URL');
-    let token = values.token ?? env['TIS_TOKEN'];
-    if (values['token-file'] !== undefined) {
-      try {
-        token = readFileSync(values['token-file'], 'utf8').trim();
-      } catch (err) {
-        throw new UsageError(`cannot read --token-file ${values['token-file']}: ${(err as Error).message}`);
-      }
-    }
-    if (!token) throw new UsageError('the token is missing: pass --token or --token-file, or set TIS_TOKEN');
-    const client = createDashboardClient({ baseUrl: new URL(url).origin, token });
-    const print = (r: Registration): void => (values.json ? io.out(JSON.stringify(r, null, 2)) : describe(r).forEach((l) => io.out(l)));
-    const registration_id = args[0] ?? '';
-    try {
-      switch (command) {
-        case 'list': {
-          const list = check(await client.GET('/dashboard/v1/lms'));
-          if (values.json) io.out(JSON.stringify(list, null, 2));
-          else if (list.registrations.length === 0) io.out('no LMS registrations yet');
-          else for (const r of list.registrations) io.out(`${r.id} ${r.status} ${r.issuer} client ${r.client_id} (${r.deployments.length} deployments)`);
-          return 0;
-        }
-        case 'show':
-          print(check(await client.GET('/dashboard/v1/lms/{registration_id}', { params: { path: { registration_id } } })));
-          return 0;
-        case 'activate':
-        case 'deactivate': {
-          const path = command === 'activate' ? '/dashboard/v1/lms/{registration_id}/activate' : '/dashboard/v1/lms/{registration_id}/deactivate';
-          const r = check(await client.POST(path, { params: { path: { registration_id } } }));
-          if (values.json) io.out(JSON.stringify(r, null, 2));
-          else io.out(`${r.id} is ${r.status}`);
-          return 0;
-        }
-        default: {
-          const required = ['issuer', 'client-id', 'deployment', 'auth-url', 'token-url', 'jwks-url'] as const;
-          const missing = required.filter((name) => values[name] === undefined);
-          if (missing.length > 0) throw new UsageError(`lms add needs ${missing.map((m) => `--${m}`).join(', ')}`);
-          print(
-            check(
-              await client.POST('/dashboard/v1/lms', {
-                body: {
-                  issuer: values.issuer ?? '',
-                  client_id: values['client-id'] ?? '',
-                  deployments: values.deployment ?? [],
-                  auth_url: values['auth-url'] ?? '',
-                  token_url: values['token-url'] ?? '',
-                  jwks_url: values['jwks-url'] ?? '',
-                  ...(values['token-audience'] !== undefined ? { token_audience: values['token-audience'] } : {}),
-                  ...(values.title !== undefined ? { title: values.title } : {}),
-                },
-              }),
-            ),
-          );
-          return 0;
-        }
-      }
-    } catch (err) {
-      if (err instanceof Refused || err instanceof UsageError) throw err;
-      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      io.err(`error: cannot reach ${url}: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
-      return 1;
-    }
-  } catch (err) {
-    if (err instanceof Refused) {
-      io.err(`error: ${err.detail} (HTTP ${err.status})`);
-      return 1;
-    }
-    if (err instanceof UsageError) {
-      io.err(`error: ${err.message}\nRun "tis --help" for the commands.`);
-      return 2;
-    }
-    throw err;
-  }
+const ADD_OPTIONS: Readonly<Record<string, OptionSpec>> = {
+  issuer: { type: 'string', value: '<url>', description: "The LMS's issuer (`iss` of its id_tokens), e.g. https://canvas.instructure.com (required)." },
+  'client-id': { type: 'string', value: '<id>', description: 'The client ID the LMS gave the service (required).' },
+  deployment: { type: 'string', value: '<id>', multiple: true, description: 'A deployment ID; repeat for several. None: the first launch brings it (an unseen deployment is a new school).' },
+  'auth-url': { type: 'string', value: '<url>', description: "The LMS's OIDC authorization endpoint (required)." },
+  'token-url': { type: 'string', value: '<url>', description: "The LMS's OAuth 2.0 token endpoint, for grades (required)." },
+  'jwks-url': { type: 'string', value: '<url>', description: "The LMS's public keys (JWKS URL) (required)." },
+  'token-audience': { type: 'string', value: '<aud>', description: "The client assertion's audience when it is not the token URL (Brightspace: https://api.brightspace.com/auth/token)." },
+  title: { type: 'string', value: '<text>', description: 'A name for the platform team (default: the issuer\'s host).' },
+};
+
+function registrationId(ctx: CommandContext): string {
+  return ctx.args['registration_id'] ?? '';
 }
+
+export const commands: Command[] = [
+  {
+    name: 'lms list',
+    summary: 'The LMS registrations, with their status.',
+    token: 'platform',
+    async run(ctx) {
+      const list = check(await ctx.client.GET('/dashboard/v1/lms'));
+      show(ctx, list, () =>
+        table(
+          ['ID', 'STATUS', 'METHOD', 'ISSUER', 'CLIENT', 'DEPLOYMENTS'],
+          list.registrations.map((r) => [r.id, r.status, r.method, r.issuer, r.client_id, String(r.deployments.length)]),
+        ),
+      );
+    },
+  },
+  {
+    name: 'lms show',
+    summary: 'One LMS registration: its issuer, client, deployments and URLs.',
+    token: 'platform',
+    args: ['registration_id'],
+    async run(ctx) {
+      const registration_id = registrationId(ctx);
+      const r = check(await ctx.client.GET('/dashboard/v1/lms/{registration_id}', { params: { path: { registration_id } } }));
+      show(ctx, r, () => describe(r));
+    },
+  },
+  {
+    name: 'lms activate',
+    summary: 'Activate a registration: its LMS can launch and receive grades.',
+    token: 'platform',
+    args: ['registration_id'],
+    async run(ctx) {
+      const registration_id = registrationId(ctx);
+      const r = check(await ctx.client.POST('/dashboard/v1/lms/{registration_id}/activate', { params: { path: { registration_id } } }));
+      show(ctx, r, () => [`${r.id} is ${r.status}`]);
+    },
+  },
+  {
+    name: 'lms deactivate',
+    summary: 'Deactivate a registration: its launches are refused; schools, courses and grades are kept.',
+    token: 'platform',
+    args: ['registration_id'],
+    async run(ctx) {
+      const registration_id = registrationId(ctx);
+      const r = check(await ctx.client.POST('/dashboard/v1/lms/{registration_id}/deactivate', { params: { path: { registration_id } } }));
+      show(ctx, r, () => [`${r.id} is ${r.status}`]);
+    },
+  },
+  {
+    name: 'lms add',
+    summary: 'Register an LMS by hand (no Dynamic Registration: Blackboard, older Canvas). It arrives pending; adding it again adds deployments.',
+    token: 'platform',
+    options: ADD_OPTIONS,
+    async run(ctx) {
+      const required = ['issuer', 'client-id', 'auth-url', 'token-url', 'jwks-url'] as const;
+      const deployments = ctx.lists['deployment'] ?? [];
+      const missing = required.filter((name) => stringOption(ctx, name) === undefined);
+      if (missing.length > 0) throw new UsageError(`lms add needs ${missing.map((m) => `--${m}`).join(', ')}`);
+      const tokenAudience = stringOption(ctx, 'token-audience');
+      const title = stringOption(ctx, 'title');
+      const r = check(
+        await ctx.client.POST('/dashboard/v1/lms', {
+          body: {
+            issuer: stringOption(ctx, 'issuer') ?? '',
+            client_id: stringOption(ctx, 'client-id') ?? '',
+            deployments: [...deployments],
+            auth_url: stringOption(ctx, 'auth-url') ?? '',
+            token_url: stringOption(ctx, 'token-url') ?? '',
+            jwks_url: stringOption(ctx, 'jwks-url') ?? '',
+            ...(tokenAudience !== undefined ? { token_audience: tokenAudience } : {}),
+            ...(title !== undefined ? { title } : {}),
+          },
+        }),
+      );
+      show(ctx, r, () => describe(r));
+    },
+  },
+];

@@ -7,10 +7,11 @@
 import { decodeProtectedHeader, errors as joseErrors, jwtVerify } from 'jose';
 import type { JWTPayload } from 'jose';
 import type { Clock, LtiLoginRecord, LtiRegistrationRecord, Store } from '../store/index.js';
-import { hasStateCookie } from './login.js';
+import { hasStateCookie, MAX_DEPLOYMENT_ID_LENGTH } from './login.js';
 import type { PlatformKeys } from './platform-keys.js';
 import type { LtiRefusal } from './refusals.js';
 import { refuse } from './refusals.js';
+import type { LtiUrls } from './urls.js';
 import { CLAIMS, LTI_VERSION, MESSAGE_TYPES } from './vocabulary.js';
 
 /** At most this much clock difference with the LMS, either way. */
@@ -39,6 +40,7 @@ export interface IdTokenDeps {
   store: Pick<Store, 'lti'>;
   clock: Clock;
   keys: PlatformKeys;
+  urls: LtiUrls;
 }
 
 export async function judgeIdToken(deps: IdTokenDeps, post: LaunchPost, cookieHeader: string | undefined): Promise<Judgement> {
@@ -106,8 +108,16 @@ export async function judgeIdToken(deps: IdTokenDeps, post: LaunchPost, cookieHe
     return { ok: false, refusal: refuse(400, 'bad_message_type', `message type ${String(messageType)} is not served`) };
   }
   const deploymentId = claims[CLAIMS.deploymentId];
-  if (typeof deploymentId !== 'string' || deploymentId === '' || deploymentId.length > 255) {
+  if (typeof deploymentId !== 'string' || deploymentId === '' || deploymentId.length > MAX_DEPLOYMENT_ID_LENGTH) {
     return { ok: false, refusal: refuse(400, 'no_deployment', 'id_token has no deployment_id') };
+  }
+  if (login.deploymentId !== null && deploymentId !== login.deploymentId) {
+    return { ok: false, refusal: refuse(400, 'deployment_mismatch', "id_token deployment_id is not the one the login named") };
+  }
+  // The LMS says where it meant to send the person; a token meant for another tool is not used here (LTI-60).
+  const target = claims[CLAIMS.targetLinkUri];
+  if (typeof target !== 'string' || !deps.urls.isOwn(target)) {
+    return { ok: false, refusal: refuse(400, 'foreign_target', 'id_token target_link_uri is missing or not on this service') };
   }
   return { ok: true, launch: { registration, claims, messageType, deploymentId } };
 }

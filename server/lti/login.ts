@@ -13,6 +13,8 @@ import type { LtiUrls } from './urls.js';
 /** How long a login waits for the LMS to post the id_token back. */
 export const LOGIN_TTL_SECONDS = 600;
 export const STATE_COOKIE_PREFIX = 'lti_state_';
+/** A deployment ID is the LMS's opaque string; the organization record keeps up to this many characters. */
+export const MAX_DEPLOYMENT_ID_LENGTH = 255;
 
 export interface LoginParams {
   iss?: string | undefined;
@@ -71,6 +73,12 @@ export async function startLogin(
   if (!deps.urls.isOwn(target)) {
     return { ok: false, refusal: refuse(400, 'foreign_target', 'target_link_uri is not on this service') };
   }
+  // A deployment the registration has not seen is a new school (LTI-10), so it is not refused here; it is
+  // kept with the login so the id_token must name the same one (LTI-60).
+  const deploymentId = params.lti_deployment_id;
+  if (deploymentId !== undefined && (deploymentId.trim() === '' || deploymentId.length > MAX_DEPLOYMENT_ID_LENGTH)) {
+    return { ok: false, refusal: refuse(400, 'bad_deployment', 'lti_deployment_id is empty or longer than 255 characters') };
+  }
   const state = randomBytes(32).toString('base64url');
   const nonce = randomBytes(32).toString('base64url');
   const storageTarget = params.lti_storage_target?.trim() || null;
@@ -79,6 +87,7 @@ export async function startLogin(
     nonce,
     registrationId: registration.id,
     storageTarget,
+    deploymentId: deploymentId ?? null,
     expiresAt: deps.clock.nowMs() + LOGIN_TTL_SECONDS * 1000,
   });
   const auth = new URL(registration.authUrl);

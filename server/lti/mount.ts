@@ -150,7 +150,7 @@ async function login(services: Services, req: Request, res: Response, ctx: Route
 async function launch(services: Services, req: Request, res: Response, ctx: RouteContext): Promise<void> {
   const { one } = await params(req);
   const judged = await judgeIdToken(
-    { store: services.store, clock: services.clock, keys: services.lti.keys },
+    { store: services.store, clock: services.clock, keys: services.lti.keys, urls: new LtiUrls(services.config.publicUrl) },
     { id_token: one['id_token'], state: one['state'], lti_storage_value: one['lti_storage_value'] },
     req.headers.cookie,
   );

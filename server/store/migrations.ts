@@ -522,6 +522,8 @@ export const MIGRATIONS: readonly Migration[] = [
     `CREATE INDEX audit_log_at ON audit_log (at, id)`,
     `CREATE INDEX audit_log_app ON audit_log (app_id, at, id)`,
   ]),
+  // The deployment an OIDC login named, so the id_token it is answered with must name the same one (LTI-60).
+  portable('0090_lti_login_deployment', [`ALTER TABLE lti_logins ADD COLUMN deployment_id TEXT`]),
 ];
 
 function sharedBlobTables(bytesType: 'BLOB' | 'BYTEA'): string[] {

@@ -56,6 +56,7 @@ export const WEB_DASHBOARD_FILES = [
   'grades.js',
   'people.js',
   'audit.js',
+  'lms.js',
 ] as const;
 
 interface Asset {

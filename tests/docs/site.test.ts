@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildSite, type Site, type SitePage } from '../../scripts/docs.ts';
+import { buildSite, LMS_GUIDES, type Site, type SitePage } from '../../scripts/docs.ts';
 import { repoRoot } from '../../scripts/lib/apis.ts';
 import { listOperations } from '../../scripts/lib/generators.ts';
 
@@ -274,6 +274,27 @@ describe('docs site at 420 and 1280 px', () => {
     const mocks = await visit('mocks.html');
     expect(await mocks.page.evaluate(() => document.body.innerText)).toContain('npm run mock');
     await finish(mocks, 'mocks.html', true);
+  });
+
+  it("index.html links the LMS administrators' pages; each links the others and says how to connect its LMS (LTI-65)", async () => {
+    const v = await visit('index.html');
+    expect(await v.page.$$eval('#lms-admins a', (links) => links.map((a) => a.getAttribute('href')))).toEqual(LMS_GUIDES.map((g) => g.file));
+    await finish(v, 'index.html', true);
+    const says: Record<string, string[]> = {
+      'lms.html': ['/lti/register', 'What the service asks of your LMS', 'https://purl.imsglobal.org/spec/lti-ags/scope/score', 'Activating a registration', 'tis lms activate'],
+      'lms-canvas.html': ['/lti/canvas.json', 'https://canvas.instructure.com', 'lms add'],
+      'lms-moodle.html': ['Add LTI Advantage', '/lti/register', 'grade sync only'],
+      'lms-brightspace.html': ['--token-audience https://api.brightspace.com/auth/token', 'authorization_server'],
+      'lms-blackboard.html': ['--issuer https://blackboard.com', 'global client ID', 'Deployment ID'],
+    };
+    for (const guide of LMS_GUIDES) {
+      const g = await visit(guide.file);
+      const text = await g.page.evaluate(() => document.body.innerText);
+      for (const phrase of says[guide.file] ?? []) expect(text, guide.file).toContain(phrase);
+      const others = await g.page.$$eval('nav.crumbs a', (links) => links.map((a) => a.getAttribute('href')));
+      expect(others).toEqual(['index.html', ...LMS_GUIDES.filter((o) => o.file !== guide.file).map((o) => o.file)]);
+      await finish(g, guide.file, true);
+    }
   });
 
   it('no page overflows horizontally, and each reference title is one line at 1280 px', { timeout: 600_000 }, async () => {

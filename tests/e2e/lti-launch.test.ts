@@ -3,9 +3,11 @@
  * the browser follows the service's redirect to the LMS's auth endpoint, which form-posts the id_token back
  * (the state cookie riding along); the instructor picks a tool and a location in the service's picker and
  * the Deep Linking response goes back to the LMS; then a student opens the placed link and the browser
- * reaches the tool's callback. No request may leave loopback.
+ * reaches the tool's callback. Then the same link from a course page that frames the tool and offers
+ * platform storage, in a browser that drops the service's cookie: the state travels through the LMS
+ * page's postMessage storage instead (decisions LTI-08, LTI-09, LTI-63). No request may leave loopback.
  */
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { registerManually } from '../../server/lti/registration.ts';
 import { createTool, startServer, type TestServer, type Tool } from '../server/harness.ts';
@@ -27,7 +29,7 @@ let placementLink = '';
 beforeAll(async () => {
   server = await startServer({ config: { allowLoopbackTools: true, logLevel: 'warn' } });
   lms = await startLms('moodle');
-  lms.setServiceJwks(`${server.url}/.well-known/jwks.json`);
+  lms.connect(server.url);
   lms.browser.loginUrl = `${server.url}/lti/login`;
   lms.browser.targetLinkUri = `${server.url}/lti/launch`;
   lms.browser.claims = (hint, nonce) => {
@@ -106,5 +108,37 @@ describe('LTI in Chromium', () => {
     expect(claims.grade.submit).not.toBeNull();
     expect(guard.consoleErrors).toEqual([]);
     expect(guard.foreignRequests).toEqual([]);
+  });
+
+  it('platform storage: the tool framed in the LMS, the state cookie dropped, the state kept through lti.put_data and lti.get_data', async () => {
+    onTestFailed(failureShots(context, 'lti-launch'));
+    expect(placementLink).not.toBe('');
+    // A browser that keeps the framed service's cookie from it (third-party cookies blocked): the login's
+    // state cookie is gone by the time the LMS's auth endpoint answers, so the id_token post comes without
+    // it. The requests themselves go on over the network unchanged.
+    const dropCookies = async (route: Route): Promise<void> => {
+      await context.clearCookies();
+      await route.continue();
+    };
+    const authRoute = `${lms.urls.auth}?**`;
+    await context.route(authRoute, dropCookies);
+    try {
+      const before = toolServer.to('/launch').filter((r) => r.method === 'POST').length;
+      const page = await context.newPage();
+      await page.goto(`${lms.origin}/course-framed?launch=open`);
+      await page.getByRole('button', { name: 'Open' }).click();
+      await shows(page.frameLocator('iframe[name=tool]').locator('h1'), 'Statistics Lab is open');
+      await screenshot(page, 'platform-storage');
+      const log = (await page.evaluate(() => (window as unknown as { lmsStorageLog: Array<{ subject: string; key: string; origin: string }> }).lmsStorageLog)) ?? [];
+      expect(log.map((m) => m.subject)).toEqual(['lti.put_data', 'lti.get_data']);
+      expect(log[0]?.key).toMatch(/^state_/);
+      expect(log[1]?.key).toBe(log[0]?.key);
+      expect(log.every((m) => m.origin === server.url)).toBe(true);
+      expect(toolServer.to('/launch').filter((r) => r.method === 'POST')).toHaveLength(before + 1);
+      expect(guard.consoleErrors).toEqual([]);
+      expect(guard.foreignRequests).toEqual([]);
+    } finally {
+      await context.unroute(authRoute, dropCookies);
+    }
   });
 });

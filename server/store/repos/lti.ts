@@ -72,7 +72,29 @@ export interface LtiLoginRecord {
   nonce: string;
   registrationId: string;
   storageTarget: string | null;
+  /** The `lti_deployment_id` the login named, if any (LTI-60). */
+  deploymentId: string | null;
   expiresAt: number;
+}
+
+interface LoginRow {
+  state: string;
+  nonce: string;
+  registration_id: string;
+  storage_target: string | null;
+  deployment_id: string | null;
+  expires_at: number;
+}
+
+function loginRecord(row: LoginRow): LtiLoginRecord {
+  return {
+    state: row.state,
+    nonce: row.nonce,
+    registrationId: row.registration_id,
+    storageTarget: row.storage_target,
+    deploymentId: row.deployment_id,
+    expiresAt: row.expires_at,
+  };
 }
 
 export interface LtiDeepLinkRecord {
@@ -226,32 +248,28 @@ export class LtiRepo {
     const now = this.ctx.clock.nowMs();
     await this.ctx.db.run('DELETE FROM lti_logins WHERE expires_at <= ?', [now]);
     await this.ctx.db.run(
-      'INSERT INTO lti_logins (state, nonce, registration_id, storage_target, expires_at) VALUES (?, ?, ?, ?, ?)',
-      [record.state, record.nonce, record.registrationId, record.storageTarget, record.expiresAt],
+      'INSERT INTO lti_logins (state, nonce, registration_id, storage_target, deployment_id, expires_at) VALUES (?, ?, ?, ?, ?, ?)',
+      [record.state, record.nonce, record.registrationId, record.storageTarget, record.deploymentId, record.expiresAt],
     );
   }
 
   /** A login still open, without using it up. */
   async getLogin(state: string): Promise<LtiLoginRecord | null> {
-    const row = await this.ctx.db.get<{ state: string; nonce: string; registration_id: string; storage_target: string | null; expires_at: number }>(
-      'SELECT state, nonce, registration_id, storage_target, expires_at FROM lti_logins WHERE state = ? AND expires_at > ?',
+    const row = await this.ctx.db.get<LoginRow>(
+      'SELECT state, nonce, registration_id, storage_target, deployment_id, expires_at FROM lti_logins WHERE state = ? AND expires_at > ?',
       [state, this.ctx.clock.nowMs()],
     );
-    return row
-      ? { state: row.state, nonce: row.nonce, registrationId: row.registration_id, storageTarget: row.storage_target, expiresAt: row.expires_at }
-      : null;
+    return row ? loginRecord(row) : null;
   }
 
   /** Uses up a login: null when unknown, used or expired. */
   async consumeLogin(state: string): Promise<LtiLoginRecord | null> {
-    const row = await this.ctx.db.get<{ state: string; nonce: string; registration_id: string; storage_target: string | null; expires_at: number }>(
+    const row = await this.ctx.db.get<LoginRow>(
       `DELETE FROM lti_logins WHERE state = ? AND expires_at > ?
-       RETURNING state, nonce, registration_id, storage_target, expires_at`,
+       RETURNING state, nonce, registration_id, storage_target, deployment_id, expires_at`,
       [state, this.ctx.clock.nowMs()],
     );
-    return row
-      ? { state: row.state, nonce: row.nonce, registrationId: row.registration_id, storageTarget: row.storage_target, expiresAt: row.expires_at }
-      : null;
+    return row ? loginRecord(row) : null;
   }
 
   /** Records a nonce as used; false when it was used before (a replay). */

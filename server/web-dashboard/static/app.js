@@ -3,6 +3,7 @@
 import { api, appPath, detailOf } from './api.js';
 import { busy, byId, copyButton, say } from './dom.js';
 import { loadAudit, wireAudit } from './audit.js';
+import { loadLms, wireLms } from './lms.js';
 import { forgetPeopleSecrets, loadBuilders, loadOperators, wirePeople } from './people.js';
 import { clearToken, getToken, setToken } from './session.js';
 import { loadGrades, wireGrades } from './grades.js';
@@ -62,7 +63,7 @@ function placeFromHash() {
 }
 
 /** The platform team's own pages, by their address. */
-const PAGES = { '#/builders': ['builders', loadBuilders], '#/operators': ['operators', loadOperators], '#/audit': ['audit', loadAudit] };
+const PAGES = { '#/builders': ['builders', loadBuilders], '#/operators': ['operators', loadOperators], '#/audit': ['audit', loadAudit], '#/lms': ['lms', loadLms] };
 
 function showPage(name) {
   for (const [id] of Object.values(PAGES)) byId(id).hidden = id !== name;
@@ -165,6 +166,7 @@ async function start() {
   wireGrades(ctx);
   wirePeople();
   wireAudit();
+  wireLms();
 
   for (const name of TABS) byId(`tab-${name}`).addEventListener('click', () => ctx.appId && ctx.go(ctx.appId, name));
   byId('show-register').addEventListener('click', () => {

@@ -26,7 +26,7 @@ const CONTEXT = 'moodle-course-42';
 beforeAll(async () => {
   server = await startServer({ config: { allowLoopbackTools: true } });
   lms = await startLms('moodle');
-  lms.setServiceJwks(`${server.url}/.well-known/jwks.json`);
+  lms.connect(server.url);
   toolServer = await startToolServer();
   toolServer.route('/launch', answer.text('<p>tool</p>', 200, 'text/html'));
   toolServer.route(

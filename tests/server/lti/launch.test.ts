@@ -23,7 +23,7 @@ beforeAll(async () => {
   server = await startServer({ config: { allowLoopbackTools: true, lmsAutoActivate: false } });
   canvas = await startLms('canvas');
   moodle = await startLms('moodle');
-  for (const lms of [canvas, moodle]) lms.setServiceJwks(`${server.url}/.well-known/jwks.json`);
+  for (const lms of [canvas, moodle]) lms.connect(server.url);
   toolServer = await startToolServer();
   toolServer.route('/launch', (_req, res) => {
     res.writeHead(200, { 'Content-Type': 'text/html' }).end('<p>tool</p>');
@@ -66,6 +66,7 @@ describe('Dynamic Registration (Moodle-shaped)', () => {
       expect(moodle.to('/mod/lti/openid-registration.php')).toHaveLength(0);
       expect(await server.services.store.lti.listRegistrations()).toHaveLength(0);
       expect(String(lastRefusal(server)?.['reason'])).toMatch(/does not prefix/);
+      expect(toolServer.requests).toHaveLength(0);
     } finally {
       moodle.registration.issuerOverride = null;
     }
@@ -76,6 +77,7 @@ describe('Dynamic Registration (Moodle-shaped)', () => {
     await expectRefusalPage(res, 502);
     expect(await server.services.store.lti.listRegistrations()).toHaveLength(0);
     expect(String(lastRefusal(server)?.['reason'])).toMatch(/HTTP 401/);
+    expect(toolServer.requests).toHaveLength(0);
   });
 
   it('posts the client registration, stores client and deployment pending, and closes the window', async () => {
@@ -124,6 +126,8 @@ describe('Dynamic Registration (Moodle-shaped)', () => {
     expect(ok.state).not.toBe('');
     expect(ok.nonce).not.toBe('');
     expect(ok.cookie).toBe(`lti_state_${ok.state}=1`);
+    // Bound to this browser across the LMS's frame: a third-party cookie must be SameSite=None and Secure.
+    expect(ok.setCookie.split(';').map((a) => a.trim())).toEqual(expect.arrayContaining(['SameSite=None', 'Secure', 'HttpOnly', 'Path=/lti/']));
   });
 });
 
@@ -192,7 +196,8 @@ describe('resource link launch', () => {
     });
     const userIds: string[] = [];
     for (const deploymentId of [canvas.deploymentId, canvas.deploymentId, '999:otherschool']) {
-      const started = await login(server, canvas);
+      // An unseen deployment at login is not refused: it is a new school (LTI-10).
+      const started = await login(server, canvas, { lti_deployment_id: deploymentId });
       const idToken = await canvas.idToken(
         canvas.resourceLinkClaims({
           nonce: started.nonce,
@@ -367,6 +372,42 @@ describe('refusals: a 4xx page, a log line, and no tool request', () => {
     expect(canvas.to('/api/lti/security/jwks').length - fetchesBefore).toBeLessThanOrEqual(1);
   });
 
+  it('unknown kids in a row: the JWKS is refetched once, not once per launch', async () => {
+    const fetchesBefore = canvas.to('/api/lti/security/jwks').length;
+    for (const kid of ['rotated-away-2', 'rotated-away-3']) {
+      const { res, idToken } = await attempt(() => undefined, { kid });
+      await expectRefusalPage(res, 401, idToken);
+      expect(lastRefusal(server)?.['code']).toBe('unknown_kid');
+    }
+    expect(canvas.to('/api/lti/security/jwks').length - fetchesBefore).toBeLessThanOrEqual(1);
+  });
+
+  it('an iss other than the registration\'s', async () => {
+    const { res, idToken } = await attempt((c) => {
+      c['iss'] = 'https://canvas.beta.instructure.com';
+    });
+    await expectRefusalPage(res, 401, idToken);
+    expect(lastRefusal(server)?.['code']).toBe('bad_iss');
+  });
+
+  it('several audiences with an azp that is not the client', async () => {
+    const { res, idToken } = await attempt((c) => {
+      c['aud'] = [canvas.clientId, 'another-tool'];
+      c['azp'] = 'another-tool';
+    });
+    await expectRefusalPage(res, 401, idToken);
+    expect(lastRefusal(server)?.['code']).toBe('bad_azp');
+  });
+
+  it('iat more than the allowed skew in the future', async () => {
+    const { res, idToken } = await attempt((c) => {
+      c['iat'] = Math.floor(Date.now() / 1000) + 60;
+      c['exp'] = Math.floor(Date.now() / 1000) + 120;
+    });
+    await expectRefusalPage(res, 401, idToken);
+    expect(lastRefusal(server)?.['code']).toMatch(/^(iat_in_future|bad_iat)$/);
+  });
+
   it('tampered signature', async () => {
     const { res, idToken } = await attempt(() => undefined, { tamper: true });
     await expectRefusalPage(res, 401, idToken);
@@ -376,6 +417,7 @@ describe('refusals: a 4xx page, a log line, and no tool request', () => {
   it('signed by another key under the known kid', async () => {
     const { res, idToken } = await attempt(() => undefined, { foreignKey: true });
     await expectRefusalPage(res, 401, idToken);
+    expect(lastRefusal(server)?.['code']).toBe('bad_signature');
   });
 
   it('wrong message type', async () => {
@@ -399,6 +441,27 @@ describe('refusals: a 4xx page, a log line, and no tool request', () => {
       c['https://purl.imsglobal.org/spec/lti/claim/version'] = '1.1';
     });
     await expectRefusalPage(res, 400);
+    expect(lastRefusal(server)?.['code']).toBe('bad_version');
+  });
+
+  it('target_link_uri claim pointing at another origin, or missing', async () => {
+    for (const target of ['https://evil.example/lti/launch', undefined]) {
+      const { res, idToken } = await attempt((c) => {
+        if (target === undefined) delete c['https://purl.imsglobal.org/spec/lti/claim/target_link_uri'];
+        else c['https://purl.imsglobal.org/spec/lti/claim/target_link_uri'] = target;
+      });
+      await expectRefusalPage(res, 400, idToken);
+      expect(lastRefusal(server)).toMatchObject({ code: 'foreign_target', reason: expect.stringMatching(/target_link_uri/) });
+    }
+  });
+
+  it('a deployment_id other than the one the login named', async () => {
+    const { res, idToken } = await attempt((c) => {
+      c['https://purl.imsglobal.org/spec/lti/claim/deployment_id'] = '77:another-school';
+    });
+    await expectRefusalPage(res, 400, idToken);
+    expect(lastRefusal(server)?.['code']).toBe('deployment_mismatch');
+    expect(await server.services.store.organizations.find(canvas.issuer, canvas.clientId, '77:another-school')).toBeNull();
   });
 
   it('missing state cookie', async () => {
@@ -414,8 +477,20 @@ describe('refusals: a 4xx page, a log line, and no tool request', () => {
     expect(lastRefusal(server)?.['code']).toBe('unknown_registration');
     const unknownClient = await login(server, canvas, { client_id: '999999', lti_deployment_id: '1:nowhere' });
     expect(unknownClient.status).toBe(400);
+    expect(lastRefusal(server)?.['code']).toBe('unknown_registration');
+    // Missing deployment on an unknown client: the login helper's deployment is dropped.
+    const params = new URLSearchParams({ iss: canvas.issuer, login_hint: 'h', target_link_uri: `${server.url}/lti/launch`, client_id: '999998' });
+    const noDeployment = await fetch(`${server.url}/lti/login?${params.toString()}`, { redirect: 'manual' });
+    await expectRefusalPage(noDeployment, 400);
+    expect(noDeployment.headers.get('location')).toBeNull();
+    expect(lastRefusal(server)?.['code']).toBe('unknown_registration');
     const foreignTarget = await login(server, canvas, { target_link_uri: 'https://evil.example/lti/launch' });
     expect(foreignTarget.status).toBe(400);
+    expect(lastRefusal(server)?.['code']).toBe('foreign_target');
+    const emptyDeployment = await login(server, canvas, { lti_deployment_id: '' });
+    expect(emptyDeployment.status).toBe(400);
+    expect(lastRefusal(server)?.['code']).toBe('bad_deployment');
+    for (const refused of [unknownIssuer, unknownClient, foreignTarget, emptyDeployment]) expect(refused.location).toBe('');
     expect(toolServer.requests.length).toBe(before);
   });
 

@@ -3,10 +3,15 @@
  * with an OpenID configuration and a registration endpoint (Dynamic Registration), a JWKS, an auth
  * endpoint the tests read the authentication request from, a token endpoint that checks the service's
  * client assertions against its JWKS, and AGS line items that take scores and refuse out-of-order ones with
- * 409. It signs id_tokens with jose. Two shapes, with the claim and ID patterns of the real products
+ * 409. It signs id_tokens with jose. Four shapes, with the claim and ID patterns of the real products
  * (../shared/lti/reference.md): Canvas (shared issuer `https://canvas.instructure.com`, numeric client ID,
- * `N:hash` deployments, a registration entered by hand) and Moodle (issuer = site URL, small-integer
- * deployments, line items with `?type_id=N`, Dynamic Registration).
+ * `N:hash` deployments, a registration entered by hand), Moodle (issuer = site URL, small-integer
+ * deployments, line items with `?type_id=N`, Dynamic Registration), Blackboard Learn (issuer
+ * `https://blackboard.com`, one global UUID client for every institution on central gateway endpoints,
+ * the deployment UUID is the institution, line items `…/lineItems/_N_1`) and D2L Brightspace (issuer =
+ * the school's host, UUID client and deployments, a JWKS without `alg`, a token endpoint at
+ * `auth.brightspace.com` whose client assertion `aud` must be the single string
+ * `https://api.brightspace.com/auth/token`, line items under `/d2l/api/lti/ags/2.0/deployment/…`).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -15,7 +20,10 @@ import type { AddressInfo, Socket } from 'node:net';
 import { createRemoteJWKSet, exportJWK, generateKeyPair, jwtVerify, SignJWT } from 'jose';
 import type { JWTPayload } from 'jose';
 
-export type LmsFamily = 'canvas' | 'moodle';
+export type LmsFamily = 'canvas' | 'moodle' | 'blackboard' | 'brightspace';
+
+/** Brightspace's client assertion audience, which is not its token URL. */
+export const BRIGHTSPACE_TOKEN_AUDIENCE = 'https://api.brightspace.com/auth/token';
 
 export interface Recorded {
   method: string;
@@ -47,13 +55,21 @@ export interface LmsFixture {
   /** Resource-link launch claims of the family's shape. */
   resourceLinkClaims(input: LaunchInput): Record<string, unknown>;
   deepLinkingClaims(input: LaunchInput & { data?: string; returnUrl?: string }): Record<string, unknown>;
-  /** The service's JWKS URL the token endpoint verifies assertions with. */
-  setServiceJwks(url: string): void;
+  /**
+   * What the LMS knows of the service as a tool: its origin gives the JWKS the token endpoint verifies
+   * assertions with and the `target_link_uri` every id_token carries.
+   */
+  connect(serviceUrl: string): void;
+  /** The `target_link_uri` claim of the id_tokens this LMS signs. */
+  targetLinkUri: string;
   /**
    * Browser pages, for tests in Chromium: `/course?launch=<hint>` posts the login initiation to `loginUrl`;
    * the auth endpoint (GET, as the browser follows the service's redirect) signs the id_token that
    * `browserClaims` makes for the hint and form-posts it to the redirect URI; `/deep_linking_return` takes
-   * the Deep Linking response.
+   * the Deep Linking response. `/course-framed?launch=<hint>` is the same course page with the tool in
+   * an iframe and `lti_storage_target=_parent`: the page answers the platform-storage postMessages
+   * (`lti.put_data`, `lti.get_data`, per sender origin) and lists every message it took in
+   * `window.lmsStorageLog`.
    */
   browser: { loginUrl: string; targetLinkUri: string; claims: ((hint: string, nonce: string) => Record<string, unknown>) | null };
   deepLinkingResponses: string[];
@@ -61,6 +77,8 @@ export interface LmsFixture {
   registration: { refuseToken: boolean; issuerOverride: string | null; body: Record<string, unknown> | null };
   /** Token endpoint behaviour. */
   token: { grantLineItem: boolean; expiresIn: number };
+  /** The client assertions the token endpoint accepted (their payloads). */
+  assertions: JWTPayload[];
   scores: ScoreReceived[];
   /** Scores accepted per line item and user (the last timestamp). */
   gradebook: Map<string, { timestamp: string; scoreGiven: unknown }>;
@@ -120,7 +138,7 @@ export async function startLms(family: LmsFamily): Promise<LmsFixture> {
   const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true });
   const foreign = await generateKeyPair('RS256');
   const kid = `${family}-key-${randomBytes(4).toString('hex')}`;
-  const publicJwk = { ...(await exportJWK(publicKey)), kid, use: 'sig', ...(family === 'canvas' ? { alg: 'RS256' } : {}) };
+  const publicJwk = { ...(await exportJWK(publicKey)), kid, use: 'sig', ...(family === 'canvas' || family === 'blackboard' ? { alg: 'RS256' } : {}) };
   const requests: Recorded[] = [];
   const scores: ScoreReceived[] = [];
   const gradebook = new Map<string, { timestamp: string; scoreGiven: unknown }>();
@@ -128,12 +146,38 @@ export async function startLms(family: LmsFamily): Promise<LmsFixture> {
   let serviceJwks: ReturnType<typeof createRemoteJWKSet> | null = null;
   const sockets = new Set<Socket>();
   let origin = '';
-  const paths =
+  const clientId =
     family === 'canvas'
-      ? { conf: '/api/lti/security/openid-configuration', reg: '/api/lti/registrations', auth: '/api/lti/authorize_redirect', jwks: '/api/lti/security/jwks', token: '/login/oauth2/token' }
-      : { conf: '/mod/lti/openid-configuration.php', reg: '/mod/lti/openid-registration.php', auth: '/mod/lti/auth.php', jwks: '/mod/lti/certs.php', token: '/mod/lti/token.php' };
-  const clientId = family === 'canvas' ? `1000000000${Math.floor(Math.random() * 90000 + 10000)}` : randomBytes(8).toString('base64url');
-  const deploymentId = family === 'canvas' ? `${Math.floor(Math.random() * 900 + 100)}:${randomBytes(20).toString('hex')}` : String(Math.floor(Math.random() * 9 + 1));
+      ? `1000000000${Math.floor(Math.random() * 90000 + 10000)}`
+      : family === 'moodle'
+        ? randomBytes(8).toString('base64url')
+        : randomUUID();
+  const deploymentId =
+    family === 'canvas'
+      ? `${Math.floor(Math.random() * 900 + 100)}:${randomBytes(20).toString('hex')}`
+      : family === 'moodle'
+        ? String(Math.floor(Math.random() * 9 + 1))
+        : randomUUID();
+  const paths = {
+    canvas: { conf: '/api/lti/security/openid-configuration', reg: '/api/lti/registrations', auth: '/api/lti/authorize_redirect', jwks: '/api/lti/security/jwks', token: '/login/oauth2/token', lineItems: '/lineitems' },
+    moodle: { conf: '/mod/lti/openid-configuration.php', reg: '/mod/lti/openid-registration.php', auth: '/mod/lti/auth.php', jwks: '/mod/lti/certs.php', token: '/mod/lti/token.php', lineItems: '/lineitems' },
+    blackboard: {
+      conf: '/api/v1/gateway/openid-configuration',
+      reg: '/api/v1/gateway/registrations',
+      auth: '/api/v1/gateway/oidcauth',
+      jwks: `/api/v1/management/applications/${clientId}/jwks.json`,
+      token: '/api/v1/gateway/oauth2/jwttoken',
+      lineItems: '/learn/api/v1/lti/courses/_42_1/lineItems',
+    },
+    brightspace: {
+      conf: '/d2l/.well-known/openid-configuration',
+      reg: '/d2l/lti/dynamic-registration',
+      auth: '/d2l/lti/authenticate',
+      jwks: '/d2l/.well-known/jwks',
+      token: '/core/connect/token',
+      lineItems: `/d2l/api/lti/ags/2.0/deployment/${deploymentId}/orgunit/6606/lineitems`,
+    },
+  }[family];
 
   const fixture: LmsFixture = {
     family,
@@ -147,12 +191,15 @@ export async function startLms(family: LmsFamily): Promise<LmsFixture> {
     urls: {} as LmsFixture['urls'],
     registration: { refuseToken: false, issuerOverride: null, body: null },
     token: { grantLineItem: true, expiresIn: 3600 },
+    assertions: [],
     scores,
     gradebook,
     browser: { loginUrl: '', targetLinkUri: '', claims: null },
     deepLinkingResponses: [],
-    setServiceJwks: (url) => {
-      serviceJwks = createRemoteJWKSet(new URL(url));
+    targetLinkUri: '',
+    connect: (serviceUrl) => {
+      serviceJwks = createRemoteJWKSet(new URL('/.well-known/jwks.json', serviceUrl));
+      fixture.targetLinkUri = new URL('/lti/launch', serviceUrl).toString();
     },
     async idToken(claims, options = {}) {
       const key = options.foreignKey ? foreign.privateKey : privateKey;
@@ -165,7 +212,7 @@ export async function startLms(family: LmsFamily): Promise<LmsFixture> {
           ? {
               'https://purl.imsglobal.org/spec/lti-ags/claim/endpoint': {
                 scope: AGS_SCOPES,
-                lineitems: `${origin}/lineitems`,
+                lineitems: `${origin}${paths.lineItems}`,
                 lineitem: input.lineItem,
               },
             }
@@ -194,7 +241,7 @@ export async function startLms(family: LmsFamily): Promise<LmsFixture> {
     const now = Math.floor(Date.now() / 1000);
     const common: Record<string, unknown> = {
       iss: fixture.issuer,
-      aud: family === 'canvas' ? clientId : [clientId],
+      aud: family === 'moodle' ? [clientId] : clientId,
       ...(family === 'moodle' ? { azp: clientId } : {}),
       iat: now,
       exp: now + 60,
@@ -207,7 +254,7 @@ export async function startLms(family: LmsFamily): Promise<LmsFixture> {
       [`${LTI}deployment_id`]: input.deploymentId ?? deploymentId,
       [`${LTI}message_type`]: messageType,
       [`${LTI}version`]: '1.3.0',
-      [`${LTI}target_link_uri`]: 'set-by-test',
+      [`${LTI}target_link_uri`]: fixture.targetLinkUri,
       [`${LTI}roles`]: input.roles,
       [`${LTI}context`]: {
         id: input.contextId,
@@ -215,14 +262,33 @@ export async function startLms(family: LmsFamily): Promise<LmsFixture> {
         title: input.contextTitle ?? 'Introduction to Statistics',
         type: ['http://purl.imsglobal.org/vocab/lis/v2/course#CourseOffering'],
       },
-      [`${LTI}tool_platform`]:
-        family === 'canvas'
-          ? { guid: 'canvas-guid', name: 'Northwind University', version: 'cloud', product_family_code: 'canvas' }
-          : { guid: 'moodle.northwind.example', name: 'Northwind Moodle', version: '2024100700', product_family_code: 'moodle' },
+      [`${LTI}tool_platform`]: {
+        canvas: { guid: 'canvas-guid', name: 'Northwind University', version: 'cloud', product_family_code: 'canvas' },
+        moodle: { guid: 'moodle.northwind.example', name: 'Northwind Moodle', version: '2024100700', product_family_code: 'moodle' },
+        blackboard: { guid: 'b2a7c0e4f0c54f3a9d1e8b6f4a2c9e10', name: 'Northwind Learn', version: '3900.100.0-rel.35', product_family_code: 'BlackboardLearn' },
+        brightspace: { guid: 'd2l-northwind-tenant', name: 'Northwind Brightspace', version: '20.24.11', product_family_code: 'desire2learn' },
+      }[family],
       [`${LTI}launch_presentation`]: { document_target: 'iframe', return_url: `${origin}/return`, locale: 'en' },
       [`${LTI}custom`]: input.custom ?? {},
+      ...familyClaims(input),
     };
     return { ...common, ...extra };
+  }
+
+  /** Claims only one product sends, as it sends them (the service must ignore what it does not use). */
+  function familyClaims(input: LaunchInput): Record<string, unknown> {
+    if (family === 'blackboard') {
+      return {
+        [`${LTI}roles`]: [...input.roles, 'http://purl.imsglobal.org/vocab/lis/v2/system/person#User'],
+        'https://blackboard.com/lti/claim/one_time_session_token': `${randomBytes(16).toString('hex')}:${randomBytes(8).toString('hex')}`,
+      };
+    }
+    if (family === 'brightspace') {
+      return {
+        'http://www.brightspace.com': { tenant_id: 'd2l-northwind-tenant', org_defined_id: 'S-1001', user_id: 1001, username: input.sub, Context_id_history: '', ResourceLink_id_history: '' },
+      };
+    }
+    return {};
   }
 
   const server = createServer((req, res) => {
@@ -278,6 +344,36 @@ export async function startLms(family: LmsFamily): Promise<LmsFixture> {
         html(res, `<h1>Course page</h1><form id="f" method="post" action="${escapeAttr(fixture.browser.loginUrl)}">${inputs}<button type="submit">Open</button></form>`);
         return;
       }
+      if (url.pathname === '/course-framed') {
+        const fields = {
+          iss: fixture.issuer,
+          login_hint: 'browser-user',
+          target_link_uri: fixture.browser.targetLinkUri,
+          lti_message_hint: url.searchParams.get('launch') ?? '',
+          client_id: clientId,
+          lti_deployment_id: deploymentId,
+          lti_storage_target: '_parent',
+        };
+        const inputs = Object.entries(fields).map(([n, v]) => `<input type="hidden" name="${n}" value="${escapeAttr(v)}">`).join('');
+        // The platform side of the Platform Storage postMessage spec: one store per sender origin.
+        const script = `
+          window.lmsStorageLog = [];
+          var store = {};
+          window.addEventListener('message', function (event) {
+            var d = event.data || {};
+            if (d.subject !== 'lti.put_data' && d.subject !== 'lti.get_data') return;
+            window.lmsStorageLog.push({ subject: d.subject, key: d.key, origin: event.origin });
+            var bucket = store[event.origin] || (store[event.origin] = {});
+            if (d.subject === 'lti.put_data') bucket[d.key] = d.value;
+            event.source.postMessage({ subject: d.subject + '.response', message_id: d.message_id, key: d.key, value: bucket[d.key] }, event.origin);
+          });`;
+        html(
+          res,
+          `<h1>Course page</h1><form id="f" method="post" target="tool" action="${escapeAttr(fixture.browser.loginUrl)}">${inputs}<button type="submit">Open</button></form>` +
+            `<iframe name="tool" title="Tool" width="900" height="400"></iframe><script>${script}</script>`,
+        );
+        return;
+      }
       if (url.pathname === paths.auth && req.method === 'GET') {
         const make = fixture.browser.claims;
         const nonce = url.searchParams.get('nonce') ?? '';
@@ -310,12 +406,10 @@ export async function startLms(family: LmsFamily): Promise<LmsFixture> {
         const form = new URLSearchParams(body);
         try {
           if (!serviceJwks) throw new Error('no service JWKS');
-          const { payload } = await jwtVerify(form.get('client_assertion') ?? '', serviceJwks, {
-            issuer: clientId,
-            subject: clientId,
-            audience: fixture.urls.token,
-          });
-          void payload;
+          const audience = family === 'brightspace' ? BRIGHTSPACE_TOKEN_AUDIENCE : fixture.urls.token;
+          const { payload } = await jwtVerify(form.get('client_assertion') ?? '', serviceJwks, { issuer: clientId, subject: clientId, audience });
+          if (family === 'brightspace' && typeof payload.aud !== 'string') throw new Error('aud must be a single string');
+          fixture.assertions.push(payload);
         } catch (err) {
           json(res, 401, { error: 'invalid_client', error_description: (err as Error).message });
           return;
@@ -330,7 +424,7 @@ export async function startLms(family: LmsFamily): Promise<LmsFixture> {
         json(res, 200, { access_token: token, token_type: 'Bearer', expires_in: fixture.token.expiresIn, scope: asked.join(' ') });
         return;
       }
-      const lineItem = /^\/lineitems\/(\d+)(\/scores)?$/.exec(url.pathname);
+      const lineItem = url.pathname.startsWith(`${paths.lineItems}/`) ? /^\/([^/]+)(\/scores)?$/.exec(url.pathname.slice(paths.lineItems.length)) : null;
       if (lineItem) {
         const bearer = (req.headers.authorization ?? '').replace(/^Bearer /, '');
         const scopes = tokens.get(bearer);
@@ -377,14 +471,19 @@ export async function startLms(family: LmsFamily): Promise<LmsFixture> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   fixture.origin = origin;
-  fixture.issuer = family === 'canvas' ? 'https://canvas.instructure.com' : origin;
+  fixture.issuer = { canvas: 'https://canvas.instructure.com', moodle: origin, blackboard: 'https://blackboard.com', brightspace: 'https://northwind.brightspace.com' }[family];
   fixture.urls = {
     openidConfiguration: `${origin}${paths.conf}`,
     registration: `${origin}${paths.reg}`,
     auth: `${origin}${paths.auth}`,
     token: `${origin}${paths.token}`,
     jwks: `${origin}${paths.jwks}`,
-    lineItem: (n) => (family === 'moodle' ? `${origin}/lineitems/${n}?type_id=1` : `${origin}/lineitems/${n}`),
+    lineItem: (n) =>
+      family === 'moodle'
+        ? `${origin}${paths.lineItems}/${n}?type_id=1`
+        : family === 'blackboard'
+          ? `${origin}${paths.lineItems}/_${n}_1`
+          : `${origin}${paths.lineItems}/${n}`,
   };
   return fixture;
 }

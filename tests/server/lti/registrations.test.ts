@@ -65,14 +65,17 @@ describe('manual registration', () => {
       expect(added.code).toBe(0);
       const registration = JSON.parse(added.out) as { id: string; status: string; deployments: string[]; method: string };
       expect(registration).toMatchObject({ status: 'pending', method: 'manual', deployments: ['12:8865aa05b4b79b64a91a86042e43af5ea8ae79eb', '13:abc'] });
-      expect((await cli('lms', 'list')).out).toContain(`${registration.id} pending https://canvas.instructure.com client 10000000000042 (2 deployments)`);
+      expect((await cli('lms', 'list')).out).toMatch(new RegExp(`^ID +STATUS +METHOD +ISSUER +CLIENT +DEPLOYMENTS\\n${registration.id} +pending +manual +https://canvas.instructure.com +10000000000042 +2$`));
       expect((await cli('lms', 'show', registration.id)).out).toContain('deployments: 12:8865aa05b4b79b64a91a86042e43af5ea8ae79eb, 13:abc');
       expect((await cli('lms', 'activate', registration.id)).out).toBe(`${registration.id} is active`);
       expect((await cli('lms', 'deactivate', registration.id)).out).toBe(`${registration.id} is inactive`);
       const missing = await cli('lms', 'show', 'lreg_nothere');
       expect(missing.code).toBe(1);
       expect(missing.out).toContain('lms registration lreg_nothere not found (HTTP 404)');
-      expect((await cli('lms', 'add', '--issuer', 'https://x.example')).code).toBe(2);
+      const incomplete = await cli('lms', 'add', '--issuer', 'https://x.example');
+      expect(incomplete.code).toBe(2);
+      expect(incomplete.out).toContain('lms add needs --client-id, --auth-url, --token-url, --jwks-url');
+      expect((await cli('lms', 'list', '--issuer', 'https://x.example')).code).toBe(2);
     } finally {
       await off.stop();
     }
@@ -98,6 +101,22 @@ describe('manual registration', () => {
   it('is the platform team\'s alone', async () => {
     const res = await api('/dashboard/v1/lms', { bearer: 'tisb_notaplatformtokenatallxxxxxxxxxxxxxxxxxxxxx' });
     expect(res.status).toBe(401);
+  });
+});
+
+describe('tis lms help', () => {
+  it('tis --help and tis lms --help list every lms command and every option of lms add', async () => {
+    for (const argv of [['--help'], ['lms', '--help']]) {
+      const help = await tis(...argv);
+      expect(help.code).toBe(0);
+      for (const command of ['lms list', 'lms show <registration_id>', 'lms activate <registration_id>', 'lms deactivate <registration_id>', 'lms add']) expect(help.out).toContain(command);
+      for (const option of ['--issuer <url>', '--client-id <id>', '--deployment <id> ...', '--auth-url <url>', '--token-url <url>', '--jwks-url <url>', '--token-audience <aud>', '--title <text>']) {
+        expect(help.out).toContain(option);
+      }
+    }
+    const own = await tis('lms', 'add', '--help');
+    expect(own.out).toContain('Usage: tis lms add');
+    expect(own.out).toContain('repeat for several');
   });
 });
 

@@ -11,6 +11,8 @@ export interface LoginResult {
   status: number;
   location: string;
   cookie: string;
+  /** The whole Set-Cookie header, attributes included. */
+  setCookie: string;
   state: string;
   nonce: string;
   auth: URL;
@@ -43,6 +45,7 @@ export async function login(server: TestServer, lms: LmsFixture, extra: Record<s
     status: res.status,
     location,
     cookie: setCookie.split(';')[0] ?? '',
+    setCookie,
     state: auth.searchParams.get('state') ?? '',
     nonce: auth.searchParams.get('nonce') ?? '',
     auth,
