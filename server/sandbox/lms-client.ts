@@ -88,28 +88,42 @@ export class SandboxLmsClient {
     return this.call('PATCH', `/registrations/${encodeURIComponent(clientId)}`, { grants_line_item_scope: grants });
   }
 
-  createDeployment(clientId: string, title: string): Promise<{ deployment_id: string }> {
-    return this.call('POST', '/deployments', { client_id: clientId, title });
+  /** A school: a deployment of the registration, under the ID given (e.g. `sandbox-<app_id>`) or a new one. */
+  createDeployment(clientId: string, title: string, deploymentId?: string): Promise<{ deployment_id: string; client_id: string; title: string }> {
+    return this.call('POST', '/deployments', { client_id: clientId, title, ...(deploymentId !== undefined ? { deployment_id: deploymentId } : {}) });
   }
 
-  createUser(person: { given_name: string; family_name: string; email: string }): Promise<{ sub: string }> {
+  /** A person, under the `sub` given (e.g. `sandbox-student_1`) or a new one. */
+  createUser(person: { sub?: string; given_name: string; family_name: string; email: string }): Promise<{ sub: string }> {
     return this.call('POST', '/users', person);
   }
 
-  createCourse(input: { deployment_id: string; title: string; label: string }): Promise<LmsCourseJson> {
+  /** A course, under the ID given (409 when taken) or a new one. */
+  createCourse(input: { id?: string; deployment_id: string; title: string; label: string }): Promise<LmsCourseJson> {
     return this.call('POST', '/courses', input);
+  }
+
+  course(courseId: string): Promise<LmsCourseJson> {
+    return this.call('GET', `/courses/${encodeURIComponent(courseId)}`);
   }
 
   updateCourse(courseId: string, input: { title?: string; label?: string }): Promise<LmsCourseJson> {
     return this.call('PATCH', `/courses/${encodeURIComponent(courseId)}`, input);
   }
 
-  copyCourse(courseId: string, input: { title?: string; label?: string; with_links: boolean; with_enrolments: boolean }): Promise<LmsCourseJson> {
+  copyCourse(
+    courseId: string,
+    input: { id?: string; title?: string; label?: string; deployment_id?: string; with_links: boolean; with_enrolments: boolean },
+  ): Promise<LmsCourseJson> {
     return this.call('POST', `/courses/${encodeURIComponent(courseId)}/copies`, input);
   }
 
   enrol(courseId: string, sub: string, roles: string[]): Promise<null> {
     return this.call('PUT', `/courses/${encodeURIComponent(courseId)}/enrolments/${encodeURIComponent(sub)}`, { roles });
+  }
+
+  unenrol(courseId: string, sub: string): Promise<null> {
+    return this.call('DELETE', `/courses/${encodeURIComponent(courseId)}/enrolments/${encodeURIComponent(sub)}`);
   }
 
   createLink(courseId: string, input: { title: string; url?: string; custom: Record<string, string>; line_item: { label: string; score_maximum: number; resource_id?: string; tag?: string } | null }): Promise<LmsResourceLinkJson> {
@@ -128,11 +142,21 @@ export class SandboxLmsClient {
     return this.call('GET', `/courses/${encodeURIComponent(courseId)}/gradebook`);
   }
 
+  /** Clears the course's scores and keeps its columns (the Sandbox's reset). */
+  deleteScores(courseId: string): Promise<null> {
+    return this.call('DELETE', `/courses/${encodeURIComponent(courseId)}/scores`);
+  }
+
   refuseScores(lineItemId: string, status: number | null): Promise<{ line_item_id: string; refuses_scores_with: number | null }> {
     return this.call('PATCH', `/line-items/${encodeURIComponent(lineItemId)}`, { refuses_scores_with: status });
   }
 
   settings(input: { access_token_ttl_seconds?: number; id_token_ttl_seconds?: number; launch_ttl_seconds?: number; platform_storage?: boolean }): Promise<Record<string, unknown>> {
     return this.call('PATCH', '/settings', input);
+  }
+
+  /** The default lifetimes and no platform storage again. */
+  resetSettings(): Promise<Record<string, unknown>> {
+    return this.call('DELETE', '/settings');
   }
 }

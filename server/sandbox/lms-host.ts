@@ -15,6 +15,7 @@ import { createReferenceLms } from '../../lms/app.js';
 import type { ReferenceLms } from '../../lms/app.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../http/log.js';
+import { Problem } from '../http/problem.js';
 
 export const SANDBOX_LMS_MOUNT = '/lms';
 
@@ -91,7 +92,15 @@ export function createSandboxLmsHost(options: SandboxLmsHostOptions): SandboxLms
     async handle(req, res) {
       const path = (req.url ?? '/').split('?')[0] ?? '/';
       if (path !== SANDBOX_LMS_MOUNT && !path.startsWith(`${SANDBOX_LMS_MOUNT}/`)) return false;
-      return (await ready()).handle(req, res);
+      let lms: ReferenceLms;
+      try {
+        lms = await ready();
+      } catch (err) {
+        // Its store cannot be opened (an unwritable DATA_DIR): the service's fault, never the caller's.
+        options.log.error('the Sandbox LMS could not start', { err });
+        throw new Problem(503, 'sandbox_lms_unavailable', 'the Sandbox LMS is not available; retry shortly', { headers: { 'Retry-After': '1' } });
+      }
+      return lms.handle(req, res);
     },
     close() {
       void lms?.then((l) => l.close());
