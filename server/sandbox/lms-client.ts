@@ -51,6 +51,21 @@ export interface LmsGradebookJson {
   }[];
 }
 
+/**
+ * The Sandbox's LMS refused a control: this service's fault, never a dashboard caller's, except the 409 of
+ * a record already made (deployment, user, course under a chosen ID), which the Sandbox reads as "exists".
+ */
+export class SandboxLmsControlError extends Error {
+  constructor(
+    readonly status: number,
+    readonly control: string,
+    readonly answer: string,
+  ) {
+    super(`the Sandbox LMS answered ${status} to ${control}: ${answer}`);
+    this.name = 'SandboxLmsControlError';
+  }
+}
+
 export class SandboxLmsClient {
   constructor(
     /** The LMS's issuer, as tools and browsers see it. */
@@ -69,10 +84,7 @@ export class SandboxLmsClient {
       signal: AbortSignal.timeout(10_000),
     });
     const text = await res.text();
-    if (!res.ok) {
-      // The Sandbox's LMS refusing a control is this service's fault, never the caller's.
-      throw new Error(`the Sandbox LMS answered ${res.status} to ${method} /controls${path}: ${text.slice(0, 300)}`);
-    }
+    if (!res.ok) throw new SandboxLmsControlError(res.status, `${method} /controls${path}`, text.slice(0, 300));
     return (text === '' ? null : JSON.parse(text)) as T;
   }
 

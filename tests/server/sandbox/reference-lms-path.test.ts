@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SandboxLmsClient } from '../../../server/sandbox/lms-client.js';
+import { ensureLmsSandbox, sandboxTrialCourseId } from '../../../server/sandbox/lms-sandbox.js';
 import type { TestServer, Tool } from '../harness.js';
 import { createTool, startServer } from '../harness.js';
 import type { ToolServer } from '../outbound/fixtures.js';
@@ -140,5 +141,33 @@ describe('the reference LMS and the service, end to end', () => {
     expect(attempt.status).toBe('success');
     const book = await lms.gradebook(course.id);
     expect(book.columns[0]?.scores).toEqual([expect.objectContaining({ userId: sam.sub, scoreGiven: 8, scoreMaximum: 10, comment: 'Well done', timestamp: attempt.submitted })]);
+  });
+
+  it("makes the LMS side of a tool's Sandbox once, and its staff's launches land in that school and course", async () => {
+    const course = { title: 'Sandbox course', label: 'SANDBOX-2026F', schoolTitle: 'Sandbox School' };
+    const [first, second] = await Promise.all([ensureLmsSandbox(server.services, tool.app.id, course), ensureLmsSandbox(server.services, tool.app.id, course)]);
+    expect(second).toEqual(first);
+    expect(first).toMatchObject({ deploymentId: `sandbox-${tool.app.id}`, courseId: sandboxTrialCourseId(tool.app.id) });
+    const made = await lms.course(first.courseId);
+    expect(made).toMatchObject({ deployment_id: first.deploymentId, title: 'Sandbox course', label: 'SANDBOX-2026F' });
+    expect(made.enrolments.map((e) => e.sub)).toEqual(['sandbox-assistant', 'sandbox-instructor', 'sandbox-manager', 'sandbox-student_1', 'sandbox-student_2']);
+    expect((await ensureLmsSandbox(server.services, tool.app.id, course)).courseId).toBe(first.courseId);
+
+    const issuer = server.services.sandboxLms.issuer();
+    for (const role of ['instructor', 'assistant', 'manager'] as const) {
+      // Every staff role opens the picker: each LIS role maps to its group (LTI-11).
+      const picker = await throughOidc((await lms.deepLink(first.courseId, `sandbox-${role}`)).url);
+      expect(picker.status, await picker.clone().text()).toBe(200);
+      expect(await picker.text()).toContain('Week quizzes');
+    }
+    const school = await server.services.store.organizations.find(issuer, first.registration.clientId, first.deploymentId);
+    expect(school).not.toBeNull();
+    const context = await server.services.store.contexts.findByExternal(school?.id ?? '', first.courseId);
+    expect(context).toMatchObject({ name: 'Sandbox course', label: 'SANDBOX-2026F' });
+    for (const [role, group] of [['instructor', 'instructor'], ['assistant', 'assistant'], ['manager', 'manager']] as const) {
+      const user = await server.services.store.users.findByExternal(school?.id ?? '', `sandbox-${role}`);
+      const member = user && context ? await server.services.store.members.find(context.id, user.id) : null;
+      expect(member?.groups, role).toEqual([group]);
+    }
   });
 });
