@@ -17,17 +17,19 @@ export function sandboxLmsClient(services: Pick<Services, 'sandboxLms'>): Sandbo
 }
 
 /**
- * The stored registration this LMS knows. A stored one whose client the LMS does not know (its store was
- * lost: in memory on PostgreSQL, or a deleted file, decision LTI-41) is set inactive, never used: its
- * grades and launches would only meet an LMS that refuses them.
+ * The stored registration this LMS knows. On SQLite one process owns both stores, so a stored one whose
+ * client the LMS does not know (its file was lost) is set inactive, never used: its grades and launches
+ * would only meet an LMS that refuses them. On PostgreSQL it is left alone: it may be another instance's,
+ * whose LMS (in memory, one per instance) knows it (decision LTI-41).
  */
 async function knownRegistration(services: Services, issuer: string): Promise<LtiRegistrationRecord | null> {
   const known = new Set((await sandboxLmsClient(services).registrations()).registrations.map((r) => r.client_id));
+  const ownsEveryRegistration = services.config.databaseUrl === null;
   let found: LtiRegistrationRecord | null = null;
   for (const stored of await services.store.lti.listRegistrationsByIssuer(issuer)) {
     if (known.has(stored.clientId)) {
       found ??= stored;
-    } else if (stored.status !== 'inactive') {
+    } else if (ownsEveryRegistration && stored.status !== 'inactive') {
       await services.store.lti.setStatus(stored.id, 'inactive');
       services.log.warn('a Sandbox LMS registration its LMS no longer knows is set inactive', { issuer, client: stored.clientId });
     }
