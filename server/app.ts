@@ -35,6 +35,7 @@ import { LaunchService } from './launches/service.js';
 import type { Connector } from './outbound/index.js';
 import { createToolHttpClient, systemResolver } from './outbound/index.js';
 import { sandboxLmsPipeline } from './sandbox-lms/mount.js';
+import { createSandboxLmsHost } from './sandbox/lms-host.js';
 import { createDefaultPublisher } from './scores/index.js';
 import { Signer } from './signing/signer.js';
 import type { Clock, Store } from './store/index.js';
@@ -157,6 +158,11 @@ export function createApp(services: Services, options: AppOptions = {}): Express
       bodyLimitBytes: services.config.httpBodyLimitBytes,
     }),
   );
+
+  // The Sandbox's LMS (LTI-40): the reference LMS in process under /lms, an LTI platform like any school's.
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    services.sandboxLms.handle(req, res).then((handled) => (handled ? undefined : next()), next);
+  });
 
   // The dashboard API (L-08, S-07): the platform team's and builders' operations and the Sandbox.
   app.use(
@@ -307,7 +313,8 @@ export async function buildServices(config: Config, options: BuildServicesOption
     clock,
   });
   const platformCredential = loadPlatformCredential(config, log);
-  return { store, config, signer, clock, log, launches, blobs, files, publisher, outbound, platformCredential, lti };
+  const sandboxLms = createSandboxLmsHost({ config, log, ...(options.selfOrigin ? { selfOrigin: options.selfOrigin } : {}) });
+  return { store, config, signer, clock, log, launches, blobs, files, publisher, outbound, platformCredential, lti, sandboxLms };
 }
 
 export interface RunningService {
@@ -368,6 +375,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
       clearInterval(idleSweep);
       clearTimeout(force);
       await services.blobs.close?.();
+      services.sandboxLms.close();
       await services.store.close();
       services.log.info('stopped');
     })();

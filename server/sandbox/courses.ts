@@ -32,14 +32,14 @@ export function trialCourseLabel(nowMs: number): string {
 }
 export const SANDBOX_SCHOOL_TITLE = 'Sandbox School';
 
-interface TrialPerson {
+export interface TrialPerson {
   givenName: string;
   familyName: string;
   email: string;
   groups: MemberGroup[];
 }
 
-const TRIAL_PEOPLE: Readonly<Record<SandboxRole, TrialPerson>> = {
+export const TRIAL_PEOPLE: Readonly<Record<SandboxRole, TrialPerson>> = {
   instructor: { givenName: 'Irene', familyName: 'Instructor', email: 'instructor@sandbox.example.org', groups: ['instructor'] },
   assistant: { givenName: 'Ari', familyName: 'Assistant', email: 'assistant@sandbox.example.org', groups: ['assistant'] },
   manager: { givenName: 'Mona', familyName: 'Manager', email: 'manager@sandbox.example.org', groups: ['manager'] },

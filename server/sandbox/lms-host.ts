@@ -1,0 +1,109 @@
+/**
+ * The Sandbox's LMS: the reference LMS (`lms/`), run inside the service only as a convenience, mounted at
+ * `{PUBLIC_URL}/lms` (its issuer). The service still reaches it only over HTTP, through its public
+ * endpoints and controls (`lms-client.ts`), exactly as it reaches a school's LMS (decision LTI-40).
+ *
+ * It is made on first need, because the service learns its own URL only once it listens (tests, PORT=0).
+ * Its store is `DATA_DIR/sandbox-lms.sqlite` when the service's own store is SQLite; with PostgreSQL it is
+ * in memory, one per instance (decision LTI-41): a DATA_DIR shared by several instances may be a network
+ * volume, where one SQLite file opened by several processes is not safe.
+ */
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createReferenceLms } from '../../lms/app.js';
+import type { ReferenceLms } from '../../lms/app.js';
+import type { Config } from '../config.js';
+import type { Logger } from '../http/log.js';
+import { Problem } from '../http/problem.js';
+
+export const SANDBOX_LMS_MOUNT = '/lms';
+
+declare module '../http/services.js' {
+  interface Services {
+    /** The Sandbox's LMS, in process (decision LTI-40). */
+    sandboxLms: SandboxLmsHost;
+  }
+}
+
+export interface SandboxLmsHost {
+  /** The LMS's issuer: `{PUBLIC_URL}/lms`. */
+  issuer(): string;
+  /** The control token of the in-process LMS; it never leaves the process. */
+  readonly controlToken: string;
+  /** Answers a request under `/lms`; false for any other path. */
+  handle(req: IncomingMessage, res: ServerResponse): Promise<boolean>;
+  /** The running LMS, made on first need. */
+  ready(): Promise<ReferenceLms>;
+  /** Where this process reaches a URL of its own public origin. */
+  transport(url: string): string;
+  close(): void;
+}
+
+export interface SandboxLmsHostOptions {
+  config: Pick<Config, 'publicUrl' | 'dataDir' | 'databaseUrl'>;
+  log: Logger;
+  /** Where this process reaches its own public origin, when that does not route back to it (tests). */
+  selfOrigin?: () => string | undefined;
+}
+
+/** A URL of the service's public origin, rewritten to where this process listens when that is known. */
+export function selfTransport(publicUrl: string, selfOrigin: (() => string | undefined) | undefined): (url: string) => string {
+  const publicOrigin = new URL(publicUrl).origin;
+  return (url) => {
+    const target = selfOrigin?.();
+    if (!target || !url.startsWith(`${publicOrigin}/`)) return url;
+    return `${new URL(target).origin}${url.slice(publicOrigin.length)}`;
+  };
+}
+
+/** Where the Sandbox's LMS keeps its store (decision LTI-41). */
+export function sandboxLmsDbFile(config: Pick<Config, 'dataDir' | 'databaseUrl'>): string {
+  return config.databaseUrl === null ? join(config.dataDir, SANDBOX_LMS_DB_FILE) : ':memory:';
+}
+
+export const SANDBOX_LMS_DB_FILE = 'sandbox-lms.sqlite';
+
+export function createSandboxLmsHost(options: SandboxLmsHostOptions): SandboxLmsHost {
+  const transport = selfTransport(options.config.publicUrl, options.selfOrigin);
+  const controlToken = `lmsc_${randomBytes(24).toString('base64url')}`;
+  const issuer = (): string => `${new URL(options.config.publicUrl).origin}${SANDBOX_LMS_MOUNT}`;
+  let lms: Promise<ReferenceLms> | null = null;
+  const ready = (): Promise<ReferenceLms> => {
+    lms ??= createReferenceLms({
+      issuer: issuer(),
+      dbFile: sandboxLmsDbFile(options.config),
+      controlToken,
+      // The LMS fetches the service's JWKS at its public URL: through the same transport as grades.
+      fetch: (url, init) => fetch(transport(url), init),
+      onError: (err) => options.log.error('the Sandbox LMS could not answer a request', { err }),
+    });
+    // A start that failed (an unwritable DATA_DIR) is tried again at the next need, not remembered.
+    lms.catch(() => {
+      lms = null;
+    });
+    return lms;
+  };
+  return {
+    issuer,
+    controlToken,
+    ready,
+    transport,
+    async handle(req, res) {
+      const path = (req.url ?? '/').split('?')[0] ?? '/';
+      if (path !== SANDBOX_LMS_MOUNT && !path.startsWith(`${SANDBOX_LMS_MOUNT}/`)) return false;
+      let lms: ReferenceLms;
+      try {
+        lms = await ready();
+      } catch (err) {
+        // Its store cannot be opened (an unwritable DATA_DIR): the service's fault, never the caller's.
+        options.log.error('the Sandbox LMS could not start', { err });
+        throw new Problem(503, 'sandbox_lms_unavailable', 'the Sandbox LMS is not available; retry shortly', { headers: { 'Retry-After': '1' } });
+      }
+      return lms.handle(req, res);
+    },
+    close() {
+      void lms?.then((l) => l.close());
+    },
+  };
+}

@@ -1,0 +1,73 @@
+/**
+ * The LMS side of a tool's Sandbox (decision LTI-42): in the Sandbox's LMS, the tool's Sandbox school is
+ * the deployment `sandbox-<app_id>` of the service's registration, its trial course the LMS course
+ * `sandbox-<app_id>-trial`, and its trial users the LMS users `sandbox-<role>` (the trial users' external
+ * IDs already), enrolled with the LIS role whose group the service gives them (LTI-11). Made on first need
+ * and idempotent: each record is made under the ID the Sandbox chooses, and the LMS's 409 for one already
+ * made (by an earlier need, or a need racing this one) means it exists.
+ */
+import type { Services } from '../http/services.js';
+import type { LtiRegistrationRecord } from '../store/index.js';
+import type { SandboxRole } from './courses.js';
+import { SANDBOX_ROLES, TRIAL_PEOPLE, trialUserExternalId } from './courses.js';
+import { SandboxLmsControlError } from './lms-client.js';
+import { ensureSandboxRegistration, sandboxLmsClient } from './lms-registration.js';
+
+const LIS = 'http://purl.imsglobal.org/vocab/lis/v2/membership';
+
+/**
+ * The role each trial user is enrolled with. The manager is `membership#Administrator`: LIS's
+ * `membership#Manager` maps to no group of the service (LTI-11), and a manager with no group could not
+ * open the picker.
+ */
+export const TRIAL_LIS_ROLES: Readonly<Record<SandboxRole, string>> = {
+  instructor: `${LIS}#Instructor`,
+  assistant: `${LIS}/Instructor#TeachingAssistant`,
+  manager: `${LIS}#Administrator`,
+  student_1: `${LIS}#Learner`,
+  student_2: `${LIS}#Learner`,
+};
+
+export function sandboxDeploymentId(appId: string): string {
+  return `sandbox-${appId}`;
+}
+
+export function sandboxTrialCourseId(appId: string): string {
+  return `sandbox-${appId}-trial`;
+}
+
+export interface LmsSandbox {
+  registration: LtiRegistrationRecord;
+  deploymentId: string;
+  courseId: string;
+}
+
+/** Runs a control that makes a record under a chosen ID; the LMS's 409 means the record exists. */
+async function made(create: () => Promise<unknown>): Promise<void> {
+  try {
+    await create();
+  } catch (err) {
+    if (!(err instanceof SandboxLmsControlError && err.status === 409)) throw err;
+  }
+}
+
+export async function ensureLmsSandbox(
+  services: Services,
+  appId: string,
+  course: { title: string; label: string; schoolTitle: string },
+): Promise<LmsSandbox> {
+  const registration = await ensureSandboxRegistration(services);
+  const lms = sandboxLmsClient(services);
+  const deploymentId = sandboxDeploymentId(appId);
+  const courseId = sandboxTrialCourseId(appId);
+  await made(() => lms.createDeployment(registration.clientId, course.schoolTitle, deploymentId));
+  await made(() => lms.createCourse({ id: courseId, deployment_id: deploymentId, title: course.title, label: course.label }));
+  for (const role of SANDBOX_ROLES) {
+    const person = TRIAL_PEOPLE[role];
+    const sub = trialUserExternalId(role);
+    await made(() => lms.createUser({ sub, given_name: person.givenName, family_name: person.familyName, email: person.email }));
+    // An enrolment is a PUT: making it again changes nothing.
+    await lms.enrol(courseId, sub, [TRIAL_LIS_ROLES[role]]);
+  }
+  return { registration, deploymentId, courseId };
+}
