@@ -125,30 +125,28 @@ export class CredentialFacts {
             if (app) this.keep(this.apps, id, freeze(app), generation);
             return app;
           }),
-        verifyApiKey: (key: string) => {
-          const digest = sha256Hex(key);
-          return memo(keys, digest, async () => {
+        verifyApiKey: (key: string) =>
+          memo(keys, key, async () => {
+            const digest = sha256Hex(key);
             const { generation } = await this.epoch(holder);
             const kept = this.generation === generation ? this.apiKeys.get(digest) : undefined;
             if (kept) return kept;
             const app = await store.apps.verifyApiKey(key);
             if (app) this.keep(this.apiKeys, digest, freeze(app), generation);
             return app;
-          });
-        },
+          }),
       }),
       apiTokens: Object.assign(Object.create(store.apiTokens) as CredentialStore['apiTokens'], {
-        verify: (token: string) => {
-          const digest = sha256Hex(token);
-          return memo(tokens, digest, async () => {
+        verify: (token: string) =>
+          memo(tokens, token, async () => {
+            const digest = sha256Hex(token);
             const { generation } = await this.epoch(holder);
             const kept = this.generation === generation ? this.tokens.get(digest) : undefined;
             if (kept) return this.verification(kept);
             const verified = await store.apiTokens.verify(token);
             if (verified.status !== 'unknown') this.keep(this.tokens, digest, freeze(verified.record), generation);
             return verified;
-          });
-        },
+          }),
       }),
     };
   }
