@@ -64,6 +64,8 @@ const { values: options } = parseArgs({
     out: { type: 'string', default: 'bench/results' },
     floors: { type: 'string' },
     profile: { type: 'string' },
+    // Only the operations whose name contains this text (e.g. `--only GET --profile dir`: one profile per path).
+    only: { type: 'string' },
     // The files section (scripts/bench/files.ts): uploads through the embedded store and an object store.
     files: { type: 'boolean', default: false },
     uploads: { type: 'string', default: '3' },
@@ -254,6 +256,7 @@ async function main(): Promise<void> {
     const student = await launch({ services }, { placed: quiz, groups: ['student'] });
     const operations: BenchOperation[] = [];
     for (const section of SECTIONS) operations.push(...(await section.prepare({ services, student })));
+    if (options.only !== undefined) operations.splice(0, operations.length, ...operations.filter((o) => o.name.includes(options.only as string)));
     await services.blobs.close?.();
     await services.store.close();
     const rowPath = new URL(student.claims.storage.member).pathname;

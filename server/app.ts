@@ -13,7 +13,7 @@ import type { Config } from './config.js';
 import { contract20260819 } from './contracts/2026-08-19/index.js';
 import { contract20260825 } from './contracts/2026-08-25/index.js';
 import { contract20260921 } from './contracts/2026-09-21/index.js';
-import { requestCredentialStore } from './auth/credentials.js';
+import { credentialFactsOf } from './auth/credential-facts.js';
 import { pinnedContract } from './contracts/pin.js';
 import type { Logger } from './http/log.js';
 import { createLogger } from './http/log.js';
@@ -201,7 +201,7 @@ export function createApp(services: Services, options: AppOptions = {}): Express
         }
         version = requested;
       } else {
-        const credentials = requestCredentialStore(services.store);
+        const credentials = credentialFactsOf(services.store, services.clock).requestStore(res.locals);
         requestLocals(res).credentialStore = credentials;
         const pinned = await pinnedContract(credentials, req.headers.authorization);
         version = pinned.version !== null && served.has(pinned.version) ? pinned.version : CURRENT_CONTRACT_VERSION;

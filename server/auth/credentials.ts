@@ -37,28 +37,6 @@ function unauthorized(code: string, detail: string, error?: 'invalid_token'): Pr
 /** What the credential step reads from the store. */
 export type CredentialStore = Pick<Store, 'apps' | 'apiTokens'>;
 
-/**
- * The credential reads of one request, each made at most once: the contract dispatch reads the calling
- * tool's pin before the served contract's credential step runs (S-37), and both ask the same questions.
- */
-export function requestCredentialStore(store: CredentialStore): CredentialStore {
-  const tokens = new Map<string, ReturnType<CredentialStore['apiTokens']['verify']>>();
-  const apps = new Map<string, ReturnType<CredentialStore['apps']['get']>>();
-  const memo = <K, V>(cache: Map<K, V>, key: K, read: () => V): V => {
-    if (!cache.has(key)) cache.set(key, read());
-    return cache.get(key) as V;
-  };
-  // Every other method of the repositories stays as it is (the facade inherits them).
-  return {
-    apps: Object.assign(Object.create(store.apps) as CredentialStore['apps'], {
-      get: (id: string) => memo(apps, id, () => store.apps.get(id)),
-    }),
-    apiTokens: Object.assign(Object.create(store.apiTokens) as CredentialStore['apiTokens'], {
-      verify: (token: string) => memo(tokens, token, () => store.apiTokens.verify(token)),
-    }),
-  };
-}
-
 /** The bearer credential, or null when there is none (no header, another scheme, or an empty value). */
 export function bearerCredential(header: string | string[] | undefined): string | null {
   const value = Array.isArray(header) ? header[0] : header;

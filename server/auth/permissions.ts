@@ -141,7 +141,10 @@ export async function loadRowFacts(store: Store, principal: Principal, target: R
     exists = await locationInContext(store, principal, target.appId, target.contextId, target.locationId);
   }
   if (exists && target.memberId !== undefined) {
-    exists = (await store.members.getInContext(target.contextId, target.memberId)) !== null;
+    // The caller's own row (the common case) was found in this course by the read above.
+    exists =
+      (callerMember !== null && callerMember.id === target.memberId && callerMember.contextId === target.contextId) ||
+      (await store.members.getInContext(target.contextId, target.memberId)) !== null;
   }
   return { exists, callerMember };
 }

@@ -18,7 +18,7 @@ export interface CredentialPin {
   version: string | null;
 }
 
-/** `store` is the request's `requestCredentialStore`, so the credential step does not read it all again. */
+/** `store` is the request's credential store (`CredentialFacts.requestStore`), shared with the credential step. */
 export async function pinnedContract(store: CredentialStore, authorization: string | string[] | undefined): Promise<CredentialPin> {
   const credential = bearerCredential(authorization);
   if (credential === null) return { credential: false, version: null };

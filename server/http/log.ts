@@ -65,10 +65,17 @@ function withErrors(fields: LogFields | undefined): LogFields {
   return out ?? fields;
 }
 
-function wrap(log: pino.Logger): Logger {
+/**
+ * A logger over a pino logger made on first use. A request's child loggers (its request id, its operation)
+ * are asked for on every request but written to by few: making the pino child only when a line at an
+ * enabled level is written keeps that cost off the requests that write nothing (decision PERF-22).
+ */
+function wrap(get: () => pino.Logger, root: pino.Logger): Logger {
   const write = (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: LogFields): void => {
     try {
-      log[level](withErrors(fields), msg);
+      // Children keep their root's level, so a disabled level is known without making the child.
+      if (!root.isLevelEnabled(level)) return;
+      get()[level](withErrors(fields), msg);
     } catch {
       // A log line must never take a request down with it.
     }
@@ -78,7 +85,10 @@ function wrap(log: pino.Logger): Logger {
     info: (msg, fields) => write('info', msg, fields),
     warn: (msg, fields) => write('warn', msg, fields),
     error: (msg, fields) => write('error', msg, fields),
-    child: (fields) => wrap(log.child(withErrors(fields))),
+    child: (fields) => {
+      let made: pino.Logger | undefined;
+      return wrap(() => (made ??= get().child(withErrors(fields))), root);
+    },
   };
 }
 
@@ -100,7 +110,7 @@ export function createLogger(options: { level?: LogLevel; sink?: LogSink; fields
     },
     destination,
   );
-  return wrap(log);
+  return wrap(() => log, log);
 }
 
 /** Discards everything; for code paths that need a logger but have nowhere useful to write. */

@@ -11,6 +11,7 @@
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { resolvePrincipal } from '../auth/credentials.js';
+import { credentialFactsOf } from '../auth/credential-facts.js';
 import type { CredentialStore } from '../auth/credentials.js';
 import type { Principal } from '../auth/principal.js';
 import { hasBody, isMediaType, parseFormBody, parseJsonBody, readRawBody, unsupportedMediaType } from './body.js';
@@ -165,7 +166,7 @@ export function contractPipeline(contract: ContractDefinition, services: Service
         contract.authenticate === 'handler'
           ? { kind: 'none' }
           : await resolvePrincipal(
-              locals.credentialStore ?? services.store,
+              (locals.credentialStore ??= credentialFactsOf(services.store, services.clock).requestStore(res.locals)),
               { security: operation.security, scoreUrl: operation.tag === 'Scores' },
               req.headers.authorization,
             );

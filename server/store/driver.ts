@@ -60,11 +60,26 @@ export function normalizeParams(params: readonly SqlParam[] | undefined): Array<
   });
 }
 
+/** Rewritten statements by their text: the repositories' SQL is a small fixed set, rewritten once each. */
+const rewritten = new Map<string, string>();
+const REWRITTEN_LIMIT = 2_000;
+
 /**
  * Rewrites `?` placeholders to PostgreSQL's `$1..$n`, leaving string literals, quoted identifiers and
  * comments alone.
  */
 export function toPostgresPlaceholders(sql: string): string {
+  let out = rewritten.get(sql);
+  if (out === undefined) {
+    out = rewritePlaceholders(sql);
+    // A bound on memory should some caller build statements with values in their text.
+    if (rewritten.size >= REWRITTEN_LIMIT) rewritten.clear();
+    rewritten.set(sql, out);
+  }
+  return out;
+}
+
+function rewritePlaceholders(sql: string): string {
   let out = '';
   let n = 0;
   let i = 0;

@@ -17,6 +17,7 @@ import { migrate } from './migrations.js';
 import { AppsRepo } from './repos/apps.js';
 import { AttemptsRepo } from './repos/attempts.js';
 import { AuthFailuresRepo } from './repos/auth-failures.js';
+import { CredentialEpochRepo } from './repos/credential-epoch.js';
 import { ColumnPointsRepo } from './repos/column-points.js';
 import { ScoreIdempotencyRepo } from './repos/score-idempotency.js';
 import { AuditRepo } from './repos/audit.js';
@@ -66,6 +67,7 @@ export interface Repositories {
   columnPoints: ColumnPointsRepo;
   scoreIdempotency: ScoreIdempotencyRepo;
   authFailures: AuthFailuresRepo;
+  credentialEpoch: CredentialEpochRepo;
   audit: AuditRepo;
   lti: LtiRepo;
 }
@@ -139,6 +141,7 @@ export function createRepositories(db: Driver, clock: Clock = systemClock): Repo
     columnPoints: new ColumnPointsRepo(ctx),
     scoreIdempotency: new ScoreIdempotencyRepo(ctx),
     authFailures: new AuthFailuresRepo(ctx),
+    credentialEpoch: new CredentialEpochRepo(ctx),
     audit: new AuditRepo(ctx),
     lti: new LtiRepo(ctx),
   };

@@ -524,6 +524,51 @@ export const MIGRATIONS: readonly Migration[] = [
   ]),
   // The deployment an OIDC login named, so the id_token it is answered with must name the same one (LTI-60).
   portable('0090_lti_login_deployment', [`ALTER TABLE lti_logins ADD COLUMN deployment_id TEXT`]),
+  // PERF-20, PERF-21: one row every instance reads once per authenticated request instead of the
+  // credential's rows and the throttle's counts. `generation` changes in the same transaction as any
+  // change to a tool or an api.token (a rotated key, a suspension, a revoked token), so a process may keep
+  // what a credential resolved to for as long as it reads the same generation; `failures_window` is the
+  // latest window with a failed authentication anywhere, so a request is judged against the counts only
+  // when some instance has counted a failure in the current window. Triggers, so no writer can forget.
+  {
+    id: '0100_credential_epoch',
+    sql: {
+      sqlite: [
+        `CREATE TABLE credential_epoch (
+          id INTEGER PRIMARY KEY CHECK (id = 1),
+          generation BIGINT NOT NULL,
+          failures_window BIGINT NOT NULL
+        )`,
+        `INSERT INTO credential_epoch (id, generation, failures_window) VALUES (1, 0, -1)`,
+        ...['apps', 'api_tokens'].flatMap((table) =>
+          ['UPDATE', 'DELETE'].map(
+            (event) => `CREATE TRIGGER ${table}_${event.toLowerCase()}_credential_epoch AFTER ${event} ON ${table}
+              BEGIN UPDATE credential_epoch SET generation = generation + 1 WHERE id = 1; END`,
+          ),
+        ),
+        `CREATE TRIGGER auth_failures_insert_credential_epoch AFTER INSERT ON auth_failures
+          BEGIN UPDATE credential_epoch SET failures_window = NEW.window_start WHERE id = 1 AND failures_window < NEW.window_start; END`,
+      ],
+      postgres: [
+        `CREATE TABLE credential_epoch (
+          id INTEGER PRIMARY KEY CHECK (id = 1),
+          generation BIGINT NOT NULL,
+          failures_window BIGINT NOT NULL
+        )`,
+        `INSERT INTO credential_epoch (id, generation, failures_window) VALUES (1, 0, -1)`,
+        `CREATE FUNCTION credential_epoch_bump() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN UPDATE credential_epoch SET generation = generation + 1 WHERE id = 1; RETURN NULL; END $$`,
+        ...['apps', 'api_tokens'].map(
+          (table) => `CREATE TRIGGER ${table}_credential_epoch AFTER UPDATE OR DELETE ON ${table}
+            FOR EACH STATEMENT EXECUTE FUNCTION credential_epoch_bump()`,
+        ),
+        `CREATE FUNCTION credential_epoch_failure() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN UPDATE credential_epoch SET failures_window = NEW.window_start WHERE id = 1 AND failures_window < NEW.window_start; RETURN NULL; END $$`,
+        `CREATE TRIGGER auth_failures_credential_epoch AFTER INSERT ON auth_failures
+          FOR EACH ROW EXECUTE FUNCTION credential_epoch_failure()`,
+      ],
+    },
+  },
 ];
 
 function sharedBlobTables(bytesType: 'BLOB' | 'BYTEA'): string[] {

@@ -298,15 +298,23 @@ export class SqliteDriver implements RootDriver {
   async #outside<T>(op: () => T): Promise<T> {
     this.#assertOpen();
     this.#assertNotInside('query');
-    const release = await this.#mutex.acquire();
     let result: T;
-    // Every commit this read could have seen; it answers only once they are durable.
-    const seen = this.#committed;
-    try {
-      this.#assertOpen();
+    let seen: number;
+    if (!this.#mutex.locked) {
+      // Nothing holds the connection, and a read is synchronous: nothing can start between this check
+      // and its end, so it needs no turn of the mutex (an await per statement, PERF-23).
+      seen = this.#committed;
       result = op();
-    } finally {
-      release();
+    } else {
+      const release = await this.#mutex.acquire();
+      try {
+        this.#assertOpen();
+        // Every commit this read could have seen; it answers only once they are durable.
+        seen = this.#committed;
+        result = op();
+      } finally {
+        release();
+      }
     }
     if (this.#durable < seen) await this.#durableThrough(seen);
     return result;

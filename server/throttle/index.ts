@@ -11,12 +11,18 @@
  * The counters live in the store (`auth_failures`), so several instances on one PostgreSQL database share
  * them. A refused request is not counted again and is answered before its credential is looked at. Each
  * full bucket is logged once per window, by the request that filled it.
+ *
+ * The counts are read only when some instance counted a failure in the current window (decision PERF-21):
+ * the store's credential epoch, read once per request and shared with the credential step, names the
+ * latest window with a failure, so a request in a quiet window reads no counts at all, on any instance.
  */
 import { isIPv6 } from 'node:net';
-import type { Request, RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import type { Logger } from '../http/log.js';
 import { Problem } from '../http/problem.js';
 import { bearerCredential } from '../auth/credentials.js';
+import { credentialFactsOf } from '../auth/credential-facts.js';
+import type { EpochHolder } from '../auth/credential-facts.js';
 import { parseApiKey } from '../store/ids.js';
 import type { Clock, Store } from '../store/index.js';
 
@@ -64,13 +70,13 @@ export class CredentialThrottle {
   readonly gate: RequestHandler;
 
   constructor(
-    private readonly store: Pick<Store, 'authFailures'>,
+    private readonly store: Pick<Store, 'authFailures' | 'apps' | 'apiTokens' | 'credentialEpoch'>,
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly limits: ThrottleLimits = DEFAULT_THROTTLE_LIMITS,
   ) {
     this.gate = (req, res, next) => {
-      this.check(req).then(
+      this.check(req, res).then(
         (problem) => next(problem ?? undefined),
         (err: unknown) => next(err),
       );
@@ -84,11 +90,15 @@ export class CredentialThrottle {
   }
 
   /** The 429 for a request from a full bucket, or null to let it through. */
-  async check(req: Request): Promise<Problem | null> {
+  async check(req: Request, res?: Response): Promise<Problem | null> {
     const credential = credentialBucket(req);
     if (credential === null) return null;
-    const address = addressBucket(req.ip ?? req.socket.remoteAddress);
     const { start, retryAfter } = this.window();
+    const holder: EpochHolder = (res?.locals as EpochHolder | undefined) ?? {};
+    const epoch = await credentialFactsOf(this.store, this.clock).epoch(holder);
+    // No instance has counted a failure in this window: no bucket can be full.
+    if (epoch.failuresWindow < start) return null;
+    const address = addressBucket(req.ip ?? req.socket.remoteAddress);
     const counts = await this.store.authFailures.counts([address, credential], start);
     const fromAddress = counts.get(address) ?? 0;
     const forCredential = counts.get(credential) ?? 0;
