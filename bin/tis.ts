@@ -89,7 +89,8 @@ export function usage(): string {
     for (const alias of command.aliases ?? []) lines.push(`  ${alias} ...`, `      The same as "${command.name}".`);
   }
   lines.push('  lms list|show|activate|deactivate|add ...', '      LMS registrations (the platform team\'s token; see "tis lms --help").');
-  lines.push('', 'Options of every command:', ...globalOptionLines(), '');
+  const onStore = COMMANDS.filter((c) => c.token === 'store').map((c) => c.name);
+  lines.push('', `Options of every command${onStore.length > 0 ? ` (${onStore.join(', ')}: --help only)` : ''}:`, ...globalOptionLines(), '');
   lines.push('"tis <command> --help" shows one command\'s options in full.');
   lines.push('A refused call prints the service\'s message and exits 1; a wrong command line exits 2.');
   return `${lines.join('\n')}\n`;

@@ -120,10 +120,10 @@ try {
   figures.push(['dev dependencies present', 'none (no tsx, no typescript)']);
 
   await startAndStop();
-  for (const [what, figure] of figures) console.log(`${what.padEnd(48)}${figure}`);
+  for (const [what, figure] of figures) console.log(`${what.padEnd(60)}${figure}`);
   console.log('prod install: ok');
 } catch (err) {
-  for (const [what, figure] of figures) console.log(`${what.padEnd(48)}${figure}`);
+  for (const [what, figure] of figures) console.log(`${what.padEnd(60)}${figure}`);
   console.error(`prod install: FAILED\n${err instanceof Error ? err.message : String(err)}`);
   process.exitCode = 1;
 } finally {

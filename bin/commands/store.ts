@@ -10,9 +10,8 @@ export const commands: Command[] = [
   {
     name: 'files migrate',
     summary:
-      'Copy every stored file of the embedded blob store (DATA_DIR/blobs or the PostgreSQL blobs table) into the S3 bucket of ' +
-      "BLOB_STORE=s3, moving each file's record once its copy's size and SHA-256 are verified. Files already in the bucket are " +
-      'skipped, so run it again after stopping the service; the source bytes are not deleted. Exits 1 if a file could not be copied.',
+      'Copy the embedded blob store\'s files into the S3 bucket of BLOB_STORE=s3; each record moves once its copy\'s size and SHA-256 ' +
+      'are verified. Files already copied are skipped (run it again after stopping the service); the source is kept. Exits 1 if a file failed.',
     token: 'store',
     environment: ['DATA_DIR or DATABASE_URL (+ DATABASE_SCHEMA)', 'S3_BUCKET, S3_REGION, S3_ENDPOINT, S3_FORCE_PATH_STYLE', 'AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, ... (the AWS SDK chain)'],
     options: {

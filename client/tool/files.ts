@@ -159,7 +159,7 @@ function sizeMismatch(expected: number, actual: number | string): RangeError {
 }
 
 function checkSize(size: number): number {
-  if (!Number.isSafeInteger(size) || size < 0) throw new RangeError('size must be a non-negative integer');
+  if (!Number.isSafeInteger(size) || size < 0) throw new RangeError(schemas.FileUploadRequest.properties.size['x-messages'].type);
   return size;
 }
 

@@ -6,7 +6,8 @@
  *
  * A failure is addressed by a JSON Pointer into the request: `/body/score`, `/path/key`, `/query/x`.
  */
-import { validatePatchShape } from '../../rules/json-patch.js';
+import { schemas } from '../../generated/2026-09-21/schemas.js';
+import { PATCH_WRAPPER_MESSAGE, validatePatchShape } from '../../rules/json-patch.js';
 import { Problem } from './problem.js';
 import type { ProblemFieldError } from './problem.js';
 import type { OperationEntry } from './routes.js';
@@ -101,8 +102,8 @@ export const MAPPING_RULES: readonly MappingRule[] = [
       });
     },
   },
-  { kind: 'message', name: 'row patch fallback', ops: isRowPatch, path: '/body/**', status: 422, code: 'invalid_patch', message: 'PATCH body must be an object with the single key "patch"' },
-  { kind: 'message', name: 'row put object', ops: isRowPut, path: '/body', status: 422, code: 'invalid_row_body', message: 'a row holds one JSON object: the body must be a JSON object' },
+  { kind: 'message', name: 'row patch fallback', ops: isRowPatch, path: '/body/**', status: 422, code: 'invalid_patch', message: PATCH_WRAPPER_MESSAGE },
+  { kind: 'message', name: 'row put object', ops: isRowPut, path: '/body', status: 422, code: 'invalid_row_body', message: schemas.Row['x-messages'].not_an_object },
 
   // Files (GAP-03, GAP-04, S-01).
   { kind: 'message', name: 'file key', ops: isFileOp, path: '/path/key', status: 422, code: 'invalid_file_key', message: FILE_KEY_MESSAGE },

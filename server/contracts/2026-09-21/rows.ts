@@ -95,7 +95,7 @@ export function compactJsonBytes(value: unknown): number {
 
 async function replaceRow({ services, guarded }: RowRequest, body: unknown, rules: RowRules): Promise<void> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new Problem(422, 'invalid_row_body', 'a row holds one JSON object: the body must be a JSON object');
+    throw new Problem(422, 'invalid_row_body', schemas.Row['x-messages'].not_an_object);
   }
   const maxBytes = rowMaxBytes(guarded.key.kind);
   const size = compactJsonBytes(body);
