@@ -34,7 +34,9 @@ ENV NODE_ENV=production \
 WORKDIR /app
 COPY --from=runtime-deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+# The lock's workspace link (node_modules/tool-integration-kit -> ../client) resolves, as in check:prod-install.
 COPY package.json ./
+COPY client/package.json ./client/
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]
