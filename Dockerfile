@@ -6,11 +6,13 @@
 # Three stages: `build` compiles with the dev dependencies (TypeScript), `runtime-deps` installs only the
 # runtime dependencies (`npm ci --omit=dev`; build tools are there only for better-sqlite3 should no
 # prebuilt binary fit), and the final image holds package.json, dist/ and those node_modules, run as the
-# unprivileged `node` user.
+# unprivileged `node` user. `npm ci` needs the manifest of every workspace the lock names (the kit, client/).
+# `npm run check:prod-install` runs these same steps without Docker (decision KIT-22).
 
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY client/package.json ./client/
 RUN npm ci
 COPY . .
 RUN npm run build
@@ -21,6 +23,7 @@ RUN apt-get update \
   && apt-get install -y --no-install-recommends python3 make g++ \
   && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
+COPY client/package.json ./client/
 RUN npm ci --omit=dev && npm cache clean --force
 
 FROM node:20-bookworm-slim
@@ -31,7 +34,9 @@ ENV NODE_ENV=production \
 WORKDIR /app
 COPY --from=runtime-deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+# The lock's workspace link (node_modules/tool-integration-kit -> ../client) resolves, as in check:prod-install.
 COPY package.json ./
+COPY client/package.json ./client/
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]

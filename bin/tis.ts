@@ -73,7 +73,12 @@ function synopsis(command: Command): string {
   return [command.name, ...args, ...options].join(' ');
 }
 
-const TOKENS = { builder: "a builder's token", platform: "the platform team's token", any: "a builder's or the platform team's token" } as const;
+const TOKENS = {
+  builder: "a builder's token",
+  platform: "the platform team's token",
+  any: "a builder's or the platform team's token",
+  store: "no token: works on the service's store, with its environment",
+} as const;
 
 function globalOptionLines(): string[] {
   return Object.entries(GLOBAL_OPTIONS).map(([name, spec]) => `  ${`${spec.short ? `-${spec.short}, ` : ''}${optionText(name, spec)}`.padEnd(24)}${spec.description}`);
@@ -85,8 +90,8 @@ export function usage(): string {
     lines.push(`  ${synopsis(command)}`, `      ${command.summary} (${TOKENS[command.token]})`);
     for (const alias of command.aliases ?? []) lines.push(`  ${alias} ...`, `      The same as "${command.name}".`);
   }
-  lines.push('  files migrate [--from local|postgres] [--dry-run]', '      Copy stored files into the S3 bucket, on the store itself (see "tis files --help").');
-  lines.push('', 'Options of every command:', ...globalOptionLines(), '');
+  const onStore = COMMANDS.filter((c) => c.token === 'store').map((c) => c.name);
+  lines.push('', `Options of every command${onStore.length > 0 ? ` (${onStore.join(', ')}: --help only)` : ''}:`, ...globalOptionLines(), '');
   lines.push('"tis <command> --help" shows one command\'s options in full.');
   lines.push('A refused call prints the service\'s message and exits 1; a wrong command line exits 2.');
   return `${lines.join('\n')}\n`;
@@ -98,6 +103,11 @@ export function commandUsage(command: Command): string {
   if (options.length > 0) {
     lines.push('', 'Options:');
     for (const [name, spec] of options) lines.push(`  ${optionText(name, spec).padEnd(32)}${spec.description}`);
+  }
+  if (command.token === 'store') {
+    lines.push('', 'Environment (the service\'s own settings):', ...command.environment.map((e) => `  ${e}`));
+    lines.push('', `  ${'-h, --help'.padEnd(32)}${GLOBAL_OPTIONS['help']?.description ?? ''}`);
+    return `${lines.join('\n')}\n`;
   }
   lines.push('', 'Options of every command:', ...globalOptionLines());
   return `${lines.join('\n')}\n`;
@@ -128,9 +138,6 @@ function connection(values: Record<string, unknown>, env: NodeJS.ProcessEnv): { 
 
 /** Runs one command line; answers the exit status. */
 export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, io: Io): Promise<number> {
-  // `tis files` works on the store itself, not through the dashboard API: its own options and usage, and
-  // the service's modules loaded only for it (decision OBJ-08).
-  if (argv[0] === 'files') return (await import('./commands/files.js')).runFiles(argv.slice(1), env, io);
   try {
     let parsed;
     try {
@@ -158,7 +165,7 @@ export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, io: I
         return EXIT_USAGE;
       }
       const members = COMMANDS.filter((c) => c.name.startsWith(`${positionals[0]} `));
-      // `tis lms --help`: the help of every command of the group, options in full.
+      // `tis lms --help`, `tis files --help`: the help of every command of the group, options in full.
       if (wantsHelp && members.length > 0 && positionals.length === 1) {
         io.out(members.map(commandUsage).join('\n'));
         return 0;
@@ -177,7 +184,7 @@ export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, io: I
     }
     const allowed = Object.keys(command.options ?? {});
     for (const name of [...Object.keys(values), ...Object.keys(lists)]) {
-      if (name in GLOBAL_OPTIONS) continue;
+      if (name in GLOBAL_OPTIONS && command.token !== 'store') continue;
       if (!allowed.includes(name)) throw new UsageError(`${command.name} does not take --${name}`);
     }
     const expected = command.args ?? [];
@@ -185,9 +192,10 @@ export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, io: I
     if (given.length !== expected.length) {
       throw new UsageError(`${command.name} takes ${expected.length === 0 ? 'no arguments' : expected.map((a) => `<${a}>`).join(' ')}`);
     }
+    const args = Object.fromEntries(expected.map((name, i) => [name, given[i] ?? '']));
+    if (command.token === 'store') return await command.run({ args, values, env, io });
     const { url, token } = connection(values, env);
     const client = createDashboardClient({ baseUrl: url, token });
-    const args = Object.fromEntries(expected.map((name, i) => [name, given[i] ?? '']));
     try {
       await command.run({ client, args, values, lists, json: values['json'] === true, io });
     } catch (err) {

@@ -2,6 +2,7 @@
 // is copied once and the copy is patched: a failing operation discards the copy, so the row is
 // either fully patched or untouched without any undo bookkeeping.
 
+import { schemas } from '../generated/2026-09-21/schemas.js';
 import { formatPointer, isPrefixPointer, parseArrayIndex, parsePointer } from './json-pointer.js';
 import {
   cloneJson,
@@ -26,8 +27,8 @@ export type PatchOperation =
   | { readonly op: 'remove'; readonly path: string }
   | { readonly op: 'move' | 'copy'; readonly from: string; readonly path: string };
 
-/** The wrapper message is the contract's own (decision GAP-13). */
-export const PATCH_WRAPPER_MESSAGE = 'PATCH body must be an object with the single key "patch"';
+/** The wrapper message is the contract's own (decision GAP-13), as the spec words it (decision KIT-20). */
+export const PATCH_WRAPPER_MESSAGE: string = schemas.RowPatch['x-messages'].wrapper;
 
 export interface PatchError {
   /** `invalid`: the operation is malformed; `failed`: it is well formed but cannot apply. */

@@ -15,18 +15,19 @@ export type LocationType = (typeof LOCATION_TYPES)[number];
 export const CONTRACT_VERSIONS = contractVersions;
 export type ContractVersion = (typeof CONTRACT_VERSIONS)[number];
 
+// The limits are the spec's `x-limits` (decision KIT-20).
 export const LOCATIONS_LIMITS = {
-  /** A top-level group is level 1; level 6 is refused (decision GAP-08). */
-  maxGroupLevel: 5,
+  /** A top-level group is level 1; a deeper one is refused (decision GAP-08). */
+  maxGroupLevel: schemas.LocationsResponse['x-limits'].group_levels,
   /** Code points after reduction to plain text (decisions GAP-10, GAP-11). */
-  labelLength: 200,
-  descriptionLength: 200,
-  messageLength: 2000,
+  labelLength: schemas.LocationEntry.properties.label['x-limits'].length,
+  descriptionLength: schemas.LocationEntry.properties.description['x-limits'].length,
+  messageLength: schemas.LocationsResponse.properties.message['x-limits'].length,
   defaultPoints: schemas.LocationEntry.properties.points.default,
 } as const;
 
-/** Letters, digits, underscores and dashes, 1 to 128 of them (decision GAP-11). */
-export const EXTID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
+/** Letters, digits, underscores and dashes, 1 to 128 of them (decision GAP-11): the spec's pattern. */
+export const EXTID_PATTERN = new RegExp(schemas.LocationClaim.properties.extid.pattern);
 
 /** The instructor-facing texts of the contract's "Locations request failures" table. */
 export const LOCATIONS_FAILURE_MESSAGES = {

@@ -3,6 +3,7 @@
  * fails the start with a clear message instead of surfacing as odd behaviour later.
  */
 import { isAbsolute, resolve } from 'node:path';
+import { responses, schemas } from '../generated/2026-09-21/schemas.js';
 import type { S3Settings } from './files/s3-settings.js';
 import { readS3Settings } from './files/s3-settings.js';
 
@@ -67,8 +68,8 @@ export class ConfigError extends Error {
 
 /** Decision NS-14 default. */
 export const DEFAULT_API_TOKEN_TTL_SECONDS = 14_400;
-/** Matches the 413 message of the spec (`request body exceeds the HTTP limit of 2097152 bytes`). */
-export const DEFAULT_HTTP_BODY_LIMIT_BYTES = 2_097_152;
+/** The spec's default for the 413 body limit (BodyTooLarge's `x-limits`, decision KIT-20). */
+export const DEFAULT_HTTP_BODY_LIMIT_BYTES: number = responses.BodyTooLarge['x-limits'].default_bytes;
 
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
 
@@ -164,8 +165,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
     'HTTP_BODY_LIMIT_BYTES',
     env['HTTP_BODY_LIMIT_BYTES'],
     DEFAULT_HTTP_BODY_LIMIT_BYTES,
-    // Below this a full 1 MB context row could not be written.
-    1_048_576 + 1024,
+    // Below this the largest row the spec allows (its `x-limits`) could not be written.
+    Math.max(...Object.values(schemas.Row['x-limits'].max_bytes)) + 1024,
     64 * 1_048_576,
     problems,
   );

@@ -33,18 +33,43 @@ export interface CommandContext {
   io: Io;
 }
 
-export interface Command {
+/** What a command that works on the service's own store gets: no API client, the service's environment. */
+export interface StoreCommandContext {
+  args: Readonly<Record<string, string>>;
+  values: Readonly<Record<string, string | boolean | undefined>>;
+  env: NodeJS.ProcessEnv;
+  io: Io;
+}
+
+interface CommandDeclaration {
   /** One or more words: `register`, `tools list`, `sandbox place`. */
   name: string;
   /** Other names it answers to (kept for command lines written before a rename). */
   aliases?: readonly string[];
   summary: string;
-  /** Who may run it, for the help: a builder's token, the platform team's, or either. */
-  token: 'builder' | 'platform' | 'any';
   args?: readonly string[];
   options?: Readonly<Record<string, OptionSpec>>;
+}
+
+/** A command over the dashboard API. */
+export interface ApiCommand extends CommandDeclaration {
+  /** Who may run it, for the help: a builder's token, the platform team's, or either. */
+  token: 'builder' | 'platform' | 'any';
   run(ctx: CommandContext): Promise<void>;
 }
+
+/**
+ * A command that works on the service's store itself, with the service's environment (`DATA_DIR` or
+ * `DATABASE_URL`, ...), not through the API: it takes no `--url` or token, and answers its own exit status.
+ */
+export interface StoreCommand extends CommandDeclaration {
+  token: 'store';
+  /** The environment it reads, for the help. */
+  environment: readonly string[];
+  run(ctx: StoreCommandContext): Promise<number>;
+}
+
+export type Command = ApiCommand | StoreCommand;
 
 /** A wrong command line: exit 2 with the message. */
 export class UsageError extends Error {}

@@ -113,8 +113,13 @@ export async function runFiles(argv: readonly string[], env: NodeJS.ProcessEnv, 
     io.err(`error: ${command === undefined ? 'tis files needs a command' : `unknown files command ${JSON.stringify([command, ...rest].join(' '))}`}\n${FILES_USAGE}`);
     return 2;
   }
+  return migrateFiles({ from: parsed.values.from, dryRun: parsed.values['dry-run'] === true }, env, io);
+}
+
+/** `tis files migrate` once its command line is read (`bin/commands/store.ts` declares it for `tis`). */
+export async function migrateFiles(options: { from?: string | undefined; dryRun: boolean }, env: NodeJS.ProcessEnv, io: FilesIo): Promise<number> {
   const envFrom = (env['BLOB_STORE'] ?? '').trim().toLowerCase();
-  const from = parsed.values.from ?? (envFrom === 'postgres' ? 'postgres' : 'local');
+  const from = options.from ?? (envFrom === 'postgres' ? 'postgres' : 'local');
   if (from !== 'local' && from !== 'postgres') {
     io.err(`error: --from must be local or postgres, got ${JSON.stringify(from)}`);
     return 2;
@@ -136,7 +141,7 @@ export async function runFiles(argv: readonly string[], env: NodeJS.ProcessEnv, 
   const store: Store = await openConfiguredStore(config);
   const bucket = new S3BlobStore(config.s3);
   const source: BlobStore = from === 'postgres' ? new DatabaseBlobStore(store.driver) : new LocalBlobStore(join(config.dataDir, 'blobs'));
-  const dryRun = parsed.values['dry-run'] === true;
+  const dryRun = options.dryRun;
   let copied = 0;
   let bytes = 0;
   let skipped = 0;

@@ -7,3 +7,4 @@ export { commands as tools } from './tools.js';
 export { commands as sandbox } from './sandbox.js';
 export { commands as platform } from './platform.js';
 export { commands as lms } from './lms.js';
+export { commands as store } from './store.js';

@@ -6,6 +6,7 @@
 import type { Readable } from 'node:stream';
 import { schemas } from '../../generated/2026-09-21/schemas.js';
 import type { components } from '../../generated/2026-09-21/types.js';
+import { fillMessage } from '../../rules/messages.js';
 import { readProblem } from '../problem.js';
 import {
   callJson,
@@ -158,7 +159,7 @@ function sizeMismatch(expected: number, actual: number | string): RangeError {
 }
 
 function checkSize(size: number): number {
-  if (!Number.isSafeInteger(size) || size < 0) throw new RangeError('size must be a non-negative integer');
+  if (!Number.isSafeInteger(size) || size < 0) throw new RangeError(schemas.FileUploadRequest.properties.size['x-messages'].type);
   return size;
 }
 
@@ -191,7 +192,7 @@ async function sourceOf(data: UploadData, declared: number | undefined): Promise
   for await (const chunk of chunks) {
     total += chunk.byteLength;
     if (total > MAX_FILE_SIZE) {
-      throw new RangeError(`size must be at most ${MAX_FILE_SIZE} bytes (25 MB); pass options.size to stream a file`);
+      throw new RangeError(`${fillMessage(schemas.FileUploadRequest.properties.size['x-messages'].maximum, { maximum: MAX_FILE_SIZE })}; pass options.size to stream a file`);
     }
     parts.push(chunk as Uint8Array<ArrayBuffer>);
   }

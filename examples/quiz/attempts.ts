@@ -38,7 +38,8 @@ export interface Attempt {
   rowUrl: string;
   filesUrl: string;
   gradeSubmitUrl: string | null;
-  apiToken: string;
+  /** The launch's `api.token`, named `token` as everywhere in the kit (decision KIT-03). */
+  token: string;
   /** Display only; students' launches carry no names. */
   name: string | null;
   staff: boolean;
@@ -54,7 +55,7 @@ export function attemptFrom(claims: LaunchClaims, activity: Activity): Attempt {
     rowUrl: claims.storage.member_location,
     filesUrl: claims.files.member_location,
     gradeSubmitUrl: claims.grade.submit,
-    apiToken: token,
+    token,
     name: claims.user.full_name ?? null,
     staff: claims.user.groups.some((group) => STAFF_GROUPS.has(group)),
   };
@@ -81,7 +82,7 @@ function isQuizRow(value: unknown, extid: string): value is QuizRow {
  * state with a PUT, so every later change can be a small PATCH.
  */
 export async function openAttempt(attempt: Attempt, options: ToolRequestOptions = {}): Promise<QuizRow> {
-  const row = rows<QuizRow | Record<string, never>>(attempt.rowUrl, attempt.apiToken, options);
+  const row = rows<QuizRow | Record<string, never>>(attempt.rowUrl, attempt.token, options);
   const read = await row.get();
   if (read.error) throw new ServiceRefusal('reading your answers', read.error);
   if (isQuizRow(read.data, attempt.activity.extid)) return read.data;
@@ -107,7 +108,7 @@ export async function submitAttempt(
 ): Promise<Submitted> {
   const { activity } = attempt;
   const marked = mark(activity, answers);
-  const row = rows<QuizRow>(attempt.rowUrl, attempt.apiToken, options);
+  const row = rows<QuizRow>(attempt.rowUrl, attempt.token, options);
   const before = await row.get();
   if (before.error) throw new ServiceRefusal('reading your answers', before.error);
   const attempts = (isQuizRow(before.data, activity.extid) ? before.data.attempts : 0) + 1;
@@ -116,7 +117,7 @@ export async function submitAttempt(
   // The score goes first: what the gradebook said is part of what the row records.
   let gradebook: string;
   const comment = `${marked.correct} of ${marked.total} correct`;
-  const sent = await submitScore(attempt.gradeSubmitUrl, attempt.apiToken, { score: marked.score, comment }, options);
+  const sent = await submitScore(attempt.gradeSubmitUrl, attempt.token, { score: marked.score, comment }, options);
   if (sent.skipped) gradebook = 'not graded';
   else if (sent.error) gradebook = `refused: ${sent.error.detail}`;
   else gradebook = sent.data.status === 'success' ? 'sent' : `refused by the LMS: ${sent.data.data.error}`;
@@ -147,7 +148,7 @@ export async function submitAttempt(
     total: marked.total,
     questions: activity.questions.map((q) => ({ id: q.id, prompt: q.prompt, ...marked.perQuestion[q.id] })),
   };
-  const store = files(attempt.filesUrl, attempt.apiToken, options);
+  const store = files(attempt.filesUrl, attempt.token, options);
   const uploaded = await store.upload(ANSWER_SHEET_KEY, Buffer.from(`${JSON.stringify(sheet, null, 2)}\n`), {
     mimetype: 'application/json',
     filename: `${activity.extid}-answers.json`,

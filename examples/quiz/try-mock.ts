@@ -14,7 +14,7 @@ const EXAMPLE = {
   app: 'app_3f9c2a7d1e5b8h4j6k0m',
   location: 'loc_5n8p2r6t9v1x4z7b3d0f',
   member: 'mem_2c6e9g3j7l1n5q8s4u0w',
-  apiToken: 'tis_at_Qm7vX2pL9kR4tW8yB1nC6dF3gH5jK0sZ2aE7uV9xY4c',
+  token: 'tis_at_Qm7vX2pL9kR4tW8yB1nC6dF3gH5jK0sZ2aE7uV9xY4c',
   /** The origin in the examples' URLs (the upload form's `url`, download URLs). */
   origin: 'https://tis.example.edu',
 };
@@ -30,7 +30,7 @@ export async function tryAgainstMock(mockUrl: string): Promise<number> {
     rowUrl: `${member}/storage`,
     filesUrl: `${member}/files`,
     gradeSubmitUrl: `${member}/scores`,
-    apiToken: EXAMPLE.apiToken,
+    token: EXAMPLE.token,
     name: null,
     staff: false,
   };

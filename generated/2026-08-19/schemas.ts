@@ -22,8 +22,8 @@ export const schemas = {
   "LocationClaim": {"type":"object","required":["id","type","label","params"],"properties":{"id":{"type":"string"},"type":{"$ref":"LocationType"},"label":{"type":"string"},"params":{"type":"object","additionalProperties":{"type":"string"}}},"additionalProperties":false},
   "StorageClaim": {"type":"object","required":["context","location","member","member_location"],"properties":{"context":{"type":"string","format":"uri"},"location":{"type":"string","format":"uri"},"member":{"type":"string","format":"uri"},"member_location":{"type":"string","format":"uri"}},"additionalProperties":false},
   "Problem": {"type":"object","required":["type","title","status","detail","code"],"properties":{"type":{"type":"string","const":"about:blank"},"title":{"type":"string"},"status":{"type":"integer","minimum":400,"maximum":599},"detail":{"type":"string"},"code":{"type":"string","pattern":"^[a-z][a-z0-9_]*$"},"request_id":{"type":"string"},"errors":{"type":"array","items":{"type":"object","required":["path","message"],"properties":{"path":{"type":"string"},"message":{"type":"string"}},"additionalProperties":false}}},"additionalProperties":false},
-  "Row": {"type":"object","additionalProperties":true},
-  "RowPatch": {"type":"object","required":["patch"],"properties":{"patch":{"type":"array","items":{"$ref":"JsonPatchOperation"}}},"additionalProperties":false},
+  "Row": {"type":"object","x-limits":{"max_bytes":{"context":1048576,"location":1048576,"member":524288,"member_location":524288}},"x-messages":{"not_an_object":"a row holds one JSON object: the body must be a JSON object","too_large":"row too large: {size} bytes of compact JSON, at most {max_bytes} ({max_bytes:binary}) for a {kind} row"},"additionalProperties":true},
+  "RowPatch": {"type":"object","required":["patch"],"x-messages":{"wrapper":"PATCH body must be an object with the single key \"patch\""},"properties":{"patch":{"type":"array","items":{"$ref":"JsonPatchOperation"}}},"additionalProperties":false},
   "JsonPatchOperation": {"oneOf":[{"type":"object","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add","replace","test"]},"path":{"type":"string"},"value":{}}},{"type":"object","required":["op","path"],"properties":{"op":{"type":"string","const":"remove"},"path":{"type":"string"}}},{"type":"object","required":["op","from","path"],"properties":{"op":{"type":"string","enum":["move","copy"]},"from":{"type":"string"},"path":{"type":"string"}}}]},
   "LocationType": {"type":"string","enum":["assessment","practice","content","setup"]},
   "ScoreFraction": {"type":"number","minimum":0,"maximum":1},
@@ -33,3 +33,8 @@ export const schemas = {
 } as const;
 
 export type SchemaName = keyof typeof schemas;
+
+/** The `x-limits` and `x-messages` of component responses (decision KIT-20). */
+export const responses = {
+  "BodyTooLarge": {"x-limits":{"default_bytes":2097152},"x-messages":{"too_large":"request body exceeds the HTTP limit of {limit} bytes"}},
+} as const;

@@ -21,7 +21,7 @@ export const schemas = {
   "LocationsForm": {"type":"object","required":["launch_data"],"properties":{"launch_data":{"type":"string","pattern":"^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$"}},"additionalProperties":false},
   "LocationsClaims": {"type":"object","required":["iat","exp","iss","aud","jti","api","app","context","organization","user"],"properties":{"iat":{"type":"integer"},"exp":{"type":"integer"},"iss":{"type":"string","format":"uri"},"aud":{"type":"string"},"jti":{"type":"string"},"api":{"type":"object","required":["domain","token"],"properties":{"domain":{"type":"string"},"token":{"type":"null"}},"additionalProperties":false},"app":{"type":"string"},"context":{"type":"string"},"organization":{"$ref":"OrganizationClaim"},"user":{"$ref":"PickerUserClaim"}},"additionalProperties":false},
   "LocationsResponse": {"type":"object","required":["locations"],"properties":{"locations":{"type":"object","additionalProperties":{"$ref":"LocationEntry"}}},"additionalProperties":true},
-  "LocationEntry": {"type":"object","required":["type","label"],"properties":{"type":{"$ref":"LocationType"},"label":{"type":"string","minLength":1},"description":{"type":"string"},"points":{"type":"number","default":100,"exclusiveMinimum":0}}},
+  "LocationEntry": {"type":"object","required":["type","label"],"properties":{"type":{"$ref":"LocationType"},"label":{"type":"string","minLength":1,"x-limits":{"length":200}},"description":{"type":"string","x-limits":{"length":200}},"points":{"type":"number","default":100,"exclusiveMinimum":0}}},
   "ApiClaim": {"type":"object","required":["domain","token"],"properties":{"domain":{"type":"string"},"token":{"type":"string","pattern":"^tis_at_[A-Za-z0-9_-]{43}$"}},"additionalProperties":false},
   "CourseClaim": {"type":"object","required":["name","label"],"properties":{"name":{"type":"string"},"label":{"type":["string","null"]}},"additionalProperties":false},
   "OrganizationClaim": {"type":"object","required":["title","issuer","client","deployment"],"properties":{"title":{"type":"string"},"issuer":{"type":"string"},"client":{"type":"string"},"deployment":{"type":"string"}},"additionalProperties":false},
@@ -32,8 +32,8 @@ export const schemas = {
   "ProvisionStorageClaim": {"type":"object","required":["context","location"],"properties":{"context":{"type":"string","format":"uri"},"location":{"type":["string","null"],"format":"uri"},"parent_context":{"type":"string","format":"uri"},"parent_location":{"type":"string","format":"uri"}},"additionalProperties":false},
   "ProvisionClaim": {"type":"object","required":["context","location"],"properties":{"context":{"type":"string","format":"uri"},"location":{"type":["string","null"],"format":"uri"}},"additionalProperties":false},
   "Problem": {"type":"object","required":["type","title","status","detail","code"],"properties":{"type":{"type":"string","const":"about:blank"},"title":{"type":"string"},"status":{"type":"integer","minimum":400,"maximum":599},"detail":{"type":"string"},"code":{"type":"string","pattern":"^[a-z][a-z0-9_]*$"},"request_id":{"type":"string"},"errors":{"type":"array","items":{"type":"object","required":["path","message"],"properties":{"path":{"type":"string"},"message":{"type":"string"}},"additionalProperties":false}}},"additionalProperties":false},
-  "Row": {"type":"object","additionalProperties":true},
-  "RowPatch": {"type":"object","required":["patch"],"properties":{"patch":{"type":"array","items":{"$ref":"JsonPatchOperation"}}},"additionalProperties":false},
+  "Row": {"type":"object","x-limits":{"max_bytes":{"context":1048576,"location":1048576,"member":524288,"member_location":524288}},"x-messages":{"not_an_object":"a row holds one JSON object: the body must be a JSON object","too_large":"row too large: {size} bytes of compact JSON, at most {max_bytes} ({max_bytes:binary}) for a {kind} row"},"additionalProperties":true},
+  "RowPatch": {"type":"object","required":["patch"],"x-messages":{"wrapper":"PATCH body must be an object with the single key \"patch\""},"properties":{"patch":{"type":"array","items":{"$ref":"JsonPatchOperation"}}},"additionalProperties":false},
   "JsonPatchOperation": {"oneOf":[{"type":"object","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add","replace","test"]},"path":{"type":"string"},"value":{}}},{"type":"object","required":["op","path"],"properties":{"op":{"type":"string","const":"remove"},"path":{"type":"string"}}},{"type":"object","required":["op","from","path"],"properties":{"op":{"type":"string","enum":["move","copy"]},"from":{"type":"string"},"path":{"type":"string"}}}]},
   "LocationType": {"type":"string","enum":["assessment","practice","content","setup"]},
   "ScoreFraction": {"type":"number","minimum":0,"maximum":1},
@@ -43,3 +43,8 @@ export const schemas = {
 } as const;
 
 export type SchemaName = keyof typeof schemas;
+
+/** The `x-limits` and `x-messages` of component responses (decision KIT-20). */
+export const responses = {
+  "BodyTooLarge": {"x-limits":{"default_bytes":2097152},"x-messages":{"too_large":"request body exceeds the HTTP limit of {limit} bytes"}},
+} as const;

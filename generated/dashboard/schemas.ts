@@ -72,3 +72,7 @@ export const schemas = {
 } as const;
 
 export type SchemaName = keyof typeof schemas;
+
+/** The `x-limits` and `x-messages` of component responses (decision KIT-20). */
+export const responses = {
+} as const;

@@ -6,6 +6,12 @@
  *
  * Only the keywords that state behaviour are kept; prose (title, description, examples) is left to the
  * bundle. `$ref` becomes the referenced schema's name.
+ *
+ * Two extension keywords carry what JSON Schema cannot say (decision KIT-20): `x-limits`, numbers the
+ * service enforces beyond one value's own bounds (a row's bytes per level, a row's file quota, the default
+ * HTTP body limit), and `x-messages`, the contract's error texts, with `{name}` where a value of the request
+ * or a limit goes (filled by `rules/messages.ts`). They are kept on schemas at any depth, and on component
+ * responses (emitted as `responses`, only those that carry one).
  */
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type JsonObject = { [key: string]: Json };
@@ -28,7 +34,11 @@ const KEPT = [
   'minProperties',
   'maxProperties',
   'required',
+  'x-limits',
+  'x-messages',
 ] as const;
+
+const EXTENSIONS = ['x-limits', 'x-messages'] as const;
 
 const isObject = (value: unknown): value is JsonObject => typeof value === 'object' && value !== null && !Array.isArray(value);
 
@@ -53,6 +63,14 @@ export function generateSchemaFacts(apiName: string, doc: JsonObject): string {
   const body = Object.entries(components)
     .map(([name, schema]) => `  ${JSON.stringify(name)}: ${JSON.stringify(facts(schema))},`)
     .join('\n');
+  const responseComponents = isObject(doc.components) && isObject(doc.components.responses) ? doc.components.responses : {};
+  const responses = Object.entries(responseComponents)
+    .filter(([, response]) => isObject(response) && EXTENSIONS.some((key) => key in response))
+    .map(([name, response]) => {
+      const kept = Object.fromEntries(EXTENSIONS.filter((key) => key in (response as JsonObject)).map((key) => [key, (response as JsonObject)[key] as Json]));
+      return `  ${JSON.stringify(name)}: ${JSON.stringify(kept)},`;
+    })
+    .join('\n');
   return [
     '/**',
     ` * What each component schema of ${apiName} states (types, enum values, defaults, limits, required and known`,
@@ -64,6 +82,11 @@ export function generateSchemaFacts(apiName: string, doc: JsonObject): string {
     '} as const;',
     '',
     'export type SchemaName = keyof typeof schemas;',
+    '',
+    '/** The `x-limits` and `x-messages` of component responses (decision KIT-20). */',
+    'export const responses = {',
+    ...(responses ? [responses] : []),
+    '} as const;',
     '',
   ].join('\n');
 }

@@ -9,6 +9,8 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
+import { schemas } from '../../generated/2026-09-21/schemas.js';
+import { fillMessage } from '../../rules/messages.js';
 import type { Clock, FileLimits, FileRecord, RowKey, Store, UploadReservation } from '../store/index.js';
 import { FILE_LIMITS, FileQuotaError, UploadNotPendingError } from '../store/index.js';
 import type { BlobStore } from './blob-store.js';
@@ -22,6 +24,7 @@ import type { DirectObjectStore, ObjectInfo } from './s3-blob-store.js';
 import { isDirectStore } from './s3-blob-store.js';
 import type { FilesSigner, UploadPolicy } from './signing.js';
 import type { UploadRequest } from './upload-request.js';
+import { sizeTooLargeMessage } from './upload-request.js';
 
 /** Decision GAP-05: a signed upload form is valid 15 minutes. */
 export const UPLOAD_FORM_TTL_MS = 15 * 60 * 1000;
@@ -178,7 +181,7 @@ export class FileTransfer {
    */
   async requestUpload(row: RowKey, key: string, request: UploadRequest): Promise<UploadFormAnswer> {
     if (request.size > this.#o.limits.maxFileBytes) {
-      throw new FilesError(422, 'file_too_large', `size must be at most ${this.#o.limits.maxFileBytes} bytes (${mb(this.#o.limits.maxFileBytes)})`);
+      throw new FilesError(422, 'file_too_large', sizeTooLargeMessage(this.#o.limits.maxFileBytes));
     }
     const contentType = resolveContentType(request.mimetype || undefined, request.filename || undefined, key);
     // The quota counts what really arrived: uploads completed since the row was last looked at included.
@@ -382,16 +385,15 @@ export class FileTransfer {
     const limits = this.#o.limits;
     switch (err.reason) {
       case 'file_size':
-        return new FilesError(422, 'file_too_large', `size must be at most ${limits.maxFileBytes} bytes (${mb(limits.maxFileBytes)})`);
+        return new FilesError(422, 'file_too_large', sizeTooLargeMessage(limits.maxFileBytes));
       case 'file_count':
-        return new FilesError(422, 'too_many_files', `file quota exceeded: a row keeps at most ${limits.maxFiles} files`);
+        return new FilesError(422, 'too_many_files', fillMessage(QUOTA_MESSAGES.too_many_files, { files_per_row: limits.maxFiles }));
       case 'total_bytes':
         // `requested` is what the row would hold with this file: the rest is what others hold or reserve.
         return new FilesError(
           422,
           'file_bytes_quota_exceeded',
-          `file quota exceeded: a row keeps at most ${limits.maxTotalBytes} bytes (${mb(limits.maxTotalBytes)}) of files; ` +
-            `${Math.max(0, err.requested - size)} are stored or reserved and this file needs ${size}`,
+          fillMessage(QUOTA_MESSAGES.too_many_bytes, { bytes_per_row: limits.maxTotalBytes, held: Math.max(0, err.requested - size), size }),
         );
     }
   }
@@ -405,10 +407,8 @@ export class FileTransfer {
   }
 }
 
-function mb(bytes: number): string {
-  const value = bytes / 1_048_576;
-  return Number.isInteger(value) ? `${value} MB` : `${bytes} bytes`;
-}
+/** The quota's messages as the spec words them (FileList's `x-messages`, decision KIT-20). */
+const QUOTA_MESSAGES = schemas.FileList['x-messages'];
 
 function sameRow(a: RowKey, b: RowKey): boolean {
   const loc = (k: RowKey): string => (k.kind === 'location' || k.kind === 'member_location' ? k.locationId : '');

@@ -3,28 +3,35 @@
  * The key's own rule (GAP-03) is here too, because every file method checks it.
  */
 import { schemas } from '../../generated/2026-09-21/schemas.js';
+import { fillMessage } from '../../rules/messages.js';
 import { FilesError } from './errors.js';
 
-// The limits and fields the spec states, read from generated/ (lockstep, decision KIT-04).
+// The limits, fields and messages the spec states, read from generated/ (lockstep, decisions KIT-04, KIT-20).
 export const MAX_FILE_BYTES = schemas.FileUploadRequest.properties.size.maximum;
 
 export const FILE_KEY_PATTERN = new RegExp(schemas.FileKey.pattern);
-export const FILE_KEY_MESSAGE =
-  "invalid file key: 1 to 128 characters of letters, digits, '.', '_' or '-', starting with a letter or digit";
+export const FILE_KEY_MESSAGE = schemas.FileKey['x-messages'].pattern;
 
 const { mimetype: MIMETYPE_SCHEMA, filename: FILENAME_SCHEMA } = schemas.FileUploadRequest.properties;
 /** The spec's media-type pattern: `type/subtype` with optional parameters; empty means "guess". */
 const MEDIA_TYPE = new RegExp(MIMETYPE_SCHEMA.pattern);
 const FILENAME = new RegExp(FILENAME_SCHEMA.pattern);
 
+const { size: SIZE_SCHEMA, attachment: ATTACHMENT_SCHEMA } = schemas.FileUploadRequest.properties;
+
+/** A size over `maximum` (the spec's, or a smaller limit a test or deployment gives the transfer). */
+export function sizeTooLargeMessage(maximum: number = MAX_FILE_BYTES): string {
+  return fillMessage(SIZE_SCHEMA['x-messages'].maximum, { maximum });
+}
+
 export const UPLOAD_MESSAGES = {
-  sizeRequired: 'size is required',
-  sizeNotInteger: 'size must be a non-negative integer',
-  sizeTooLarge: `size must be at most ${MAX_FILE_BYTES} bytes (25 MB)`,
-  mimetype: 'mimetype must be a media type such as text/plain',
-  filename: "filename must be at most 255 characters with no control characters, '/' or '\\'",
-  attachment: 'attachment must be true or false',
-  unknownField: (name: string) => `unknown field: ${name}`,
+  sizeRequired: SIZE_SCHEMA['x-messages'].required,
+  sizeNotInteger: SIZE_SCHEMA['x-messages'].type,
+  sizeTooLarge: sizeTooLargeMessage(),
+  mimetype: MIMETYPE_SCHEMA['x-messages'].pattern,
+  filename: FILENAME_SCHEMA['x-messages'].pattern,
+  attachment: ATTACHMENT_SCHEMA['x-messages'].type,
+  unknownField: (name: string) => fillMessage(schemas.FileUploadRequest['x-messages'].additionalProperties, { name }),
 } as const;
 
 const FIELDS = new Set(Object.keys(schemas.FileUploadRequest.properties));

@@ -5,7 +5,9 @@
  * cannot keep exactly (H-01). An empty body is "no body", never `{}`: an empty PUT must not wipe a row.
  */
 import type { Request } from 'express';
+import { responses } from '../../generated/2026-09-21/schemas.js';
 import { firstInexactNumber } from '../../rules/exact-numbers.js';
+import { fillMessage } from '../../rules/messages.js';
 import { Problem } from './problem.js';
 
 export const JSON_CONTENT_TYPE_MESSAGE = 'Content-Type must be application/json';
@@ -39,7 +41,7 @@ export function unsupportedMediaType(message = JSON_CONTENT_TYPE_MESSAGE): Probl
 
 export function bodyTooLarge(limit: number): Problem {
   // The connection is closed after this answer: the rest of the body is not worth reading.
-  return new Problem(413, 'body_too_large', `request body exceeds the HTTP limit of ${limit} bytes`, {
+  return new Problem(413, 'body_too_large', fillMessage(responses.BodyTooLarge['x-messages'].too_large, { limit }), {
     headers: { Connection: 'close' },
   });
 }

@@ -6,11 +6,13 @@
  *
  * A failure is addressed by a JSON Pointer into the request: `/body/score`, `/path/key`, `/query/x`.
  */
-import { validatePatchShape } from '../../rules/json-patch.js';
+import { schemas } from '../../generated/2026-09-21/schemas.js';
+import { PATCH_WRAPPER_MESSAGE, validatePatchShape } from '../../rules/json-patch.js';
 import { Problem } from './problem.js';
 import type { ProblemFieldError } from './problem.js';
 import type { OperationEntry } from './routes.js';
 import { SCORE_BODY_MESSAGES } from '../scores/validate.js';
+import { FILE_KEY_MESSAGE, UPLOAD_MESSAGES } from '../files/upload-request.js';
 
 export interface ValidationFailure {
   path: string;
@@ -65,8 +67,7 @@ const any: OpMatcher = () => true;
 const lastSegment = (f: ValidationFailure): string =>
   (f.path.split('/').pop() ?? '').replace(/~1/g, '/').replace(/~0/g, '~');
 
-export const FILE_KEY_MESSAGE =
-  "invalid file key: 1 to 128 characters of letters, digits, '.', '_' or '-', starting with a letter or digit";
+export { FILE_KEY_MESSAGE };
 
 /**
  * Order matters twice: the first rule that matches a failure maps it, and among the failures of one
@@ -74,18 +75,18 @@ export const FILE_KEY_MESSAGE =
  */
 export const MAPPING_RULES: readonly MappingRule[] = [
   // Score submissions (contract Errors table; GAP-22, NS-20).
-  { kind: 'message', name: 'score range', ops: isScore, path: '/body/score', keywords: ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'], status: 422, code: 'score_out_of_range', message: 'score must be between 0 and 1' },
-  { kind: 'message', name: 'max_score positive', ops: isScore, path: '/body/max_score', keywords: ['exclusiveMinimum', 'minimum'], status: 422, code: 'max_score_not_positive', message: 'max_score must be greater than 0' },
+  { kind: 'message', name: 'score range', ops: isScore, path: '/body/score', keywords: ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'], status: 422, code: 'score_out_of_range', message: SCORE_BODY_MESSAGES.scoreOutOfRange },
+  { kind: 'message', name: 'max_score positive', ops: isScore, path: '/body/max_score', keywords: ['exclusiveMinimum', 'minimum'], status: 422, code: 'max_score_not_positive', message: SCORE_BODY_MESSAGES.maxScoreNotPositive },
   { kind: 'message', name: 'activity_progress', ops: isScore, path: '/body/activity_progress', status: 422, code: 'invalid_activity_progress', message: SCORE_BODY_MESSAGES.activityProgress },
   { kind: 'message', name: 'grading_progress', ops: isScore, path: '/body/grading_progress', status: 422, code: 'invalid_grading_progress', message: SCORE_BODY_MESSAGES.gradingProgress },
-  { kind: 'message', name: 'score required', ops: isScore, path: '/body/score', keywords: ['required'], status: 422, code: 'score_required', message: 'score is required' },
-  { kind: 'message', name: 'score number', ops: isScore, path: '/body/score', keywords: ['type'], status: 422, code: 'score_not_a_number', message: 'score must be a number' },
-  { kind: 'message', name: 'max_score number', ops: isScore, path: '/body/max_score', keywords: ['type'], status: 422, code: 'max_score_not_a_number', message: 'max_score must be a number' },
-  { kind: 'message', name: 'comment string', ops: isScore, path: '/body/comment', status: 422, code: 'invalid_comment', message: 'comment must be a string' },
-  { kind: 'message', name: 'score unknown field', ops: isScore, path: '/body/*', keywords: ['additionalProperties'], status: 422, code: 'unknown_field', message: (f) => `unknown field: ${lastSegment(f)}` },
+  { kind: 'message', name: 'score required', ops: isScore, path: '/body/score', keywords: ['required'], status: 422, code: 'score_required', message: SCORE_BODY_MESSAGES.scoreRequired },
+  { kind: 'message', name: 'score number', ops: isScore, path: '/body/score', keywords: ['type'], status: 422, code: 'score_not_a_number', message: SCORE_BODY_MESSAGES.scoreNotANumber },
+  { kind: 'message', name: 'max_score number', ops: isScore, path: '/body/max_score', keywords: ['type'], status: 422, code: 'max_score_not_a_number', message: SCORE_BODY_MESSAGES.maxScoreNotANumber },
+  { kind: 'message', name: 'comment string', ops: isScore, path: '/body/comment', status: 422, code: 'invalid_comment', message: SCORE_BODY_MESSAGES.commentNotAString },
+  { kind: 'message', name: 'score unknown field', ops: isScore, path: '/body/*', keywords: ['additionalProperties'], status: 422, code: 'unknown_field', message: (f) => SCORE_BODY_MESSAGES.unknownField(lastSegment(f)) },
   // A missing body or a body that is not an object has no `score` to read.
-  { kind: 'message', name: 'score body', ops: isScore, path: '/body', keywords: ['required'], status: 422, code: 'score_required', message: 'score is required' },
-  { kind: 'message', name: 'score body object', ops: isScore, path: '/body', keywords: ['type'], status: 422, code: 'invalid_body', message: 'the score submission must be a JSON object' },
+  { kind: 'message', name: 'score body', ops: isScore, path: '/body', keywords: ['required'], status: 422, code: 'score_required', message: SCORE_BODY_MESSAGES.scoreRequired },
+  { kind: 'message', name: 'score body object', ops: isScore, path: '/body', keywords: ['type'], status: 422, code: 'invalid_body', message: SCORE_BODY_MESSAGES.notAnObject },
 
   // Row PATCH: the wrapper (GAP-13) and each operation, in the words of the patch rules.
   {
@@ -101,19 +102,19 @@ export const MAPPING_RULES: readonly MappingRule[] = [
       });
     },
   },
-  { kind: 'message', name: 'row patch fallback', ops: isRowPatch, path: '/body/**', status: 422, code: 'invalid_patch', message: 'PATCH body must be an object with the single key "patch"' },
-  { kind: 'message', name: 'row put object', ops: isRowPut, path: '/body', status: 422, code: 'invalid_row_body', message: 'a row holds one JSON object: the body must be a JSON object' },
+  { kind: 'message', name: 'row patch fallback', ops: isRowPatch, path: '/body/**', status: 422, code: 'invalid_patch', message: PATCH_WRAPPER_MESSAGE },
+  { kind: 'message', name: 'row put object', ops: isRowPut, path: '/body', status: 422, code: 'invalid_row_body', message: schemas.Row['x-messages'].not_an_object },
 
   // Files (GAP-03, GAP-04, S-01).
   { kind: 'message', name: 'file key', ops: isFileOp, path: '/path/key', status: 422, code: 'invalid_file_key', message: FILE_KEY_MESSAGE },
-  { kind: 'message', name: 'file size max', ops: isFilePut, path: '/body/size', keywords: ['maximum'], status: 422, code: 'file_too_large', message: 'size must be at most 26214400 bytes (25 MB)' },
-  { kind: 'message', name: 'file size required', ops: isFilePut, path: '/body/size', keywords: ['required'], status: 422, code: 'size_required', message: 'size is required' },
-  { kind: 'message', name: 'file size integer', ops: isFilePut, path: '/body/size', status: 422, code: 'invalid_size', message: 'size must be a non-negative integer' },
-  { kind: 'message', name: 'file mimetype', ops: isFilePut, path: '/body/mimetype', status: 422, code: 'invalid_mimetype', message: 'mimetype must be a media type such as text/plain' },
-  { kind: 'message', name: 'file filename', ops: isFilePut, path: '/body/filename', status: 422, code: 'invalid_filename', message: "filename must be at most 255 characters with no control characters, '/' or '\\'" },
-  { kind: 'message', name: 'file attachment', ops: isFilePut, path: '/body/attachment', status: 422, code: 'invalid_attachment', message: 'attachment must be true or false' },
-  { kind: 'message', name: 'file unknown field', ops: isFilePut, path: '/body/*', keywords: ['additionalProperties'], status: 422, code: 'unknown_field', message: (f) => `unknown field: ${lastSegment(f)}` },
-  { kind: 'message', name: 'file body', ops: isFilePut, path: '/body', keywords: ['required'], status: 422, code: 'size_required', message: 'size is required' },
+  { kind: 'message', name: 'file size max', ops: isFilePut, path: '/body/size', keywords: ['maximum'], status: 422, code: 'file_too_large', message: UPLOAD_MESSAGES.sizeTooLarge },
+  { kind: 'message', name: 'file size required', ops: isFilePut, path: '/body/size', keywords: ['required'], status: 422, code: 'size_required', message: UPLOAD_MESSAGES.sizeRequired },
+  { kind: 'message', name: 'file size integer', ops: isFilePut, path: '/body/size', status: 422, code: 'invalid_size', message: UPLOAD_MESSAGES.sizeNotInteger },
+  { kind: 'message', name: 'file mimetype', ops: isFilePut, path: '/body/mimetype', status: 422, code: 'invalid_mimetype', message: UPLOAD_MESSAGES.mimetype },
+  { kind: 'message', name: 'file filename', ops: isFilePut, path: '/body/filename', status: 422, code: 'invalid_filename', message: UPLOAD_MESSAGES.filename },
+  { kind: 'message', name: 'file attachment', ops: isFilePut, path: '/body/attachment', status: 422, code: 'invalid_attachment', message: UPLOAD_MESSAGES.attachment },
+  { kind: 'message', name: 'file unknown field', ops: isFilePut, path: '/body/*', keywords: ['additionalProperties'], status: 422, code: 'unknown_field', message: (f) => UPLOAD_MESSAGES.unknownField(lastSegment(f)) },
+  { kind: 'message', name: 'file body', ops: isFilePut, path: '/body', keywords: ['required'], status: 422, code: 'size_required', message: UPLOAD_MESSAGES.sizeRequired },
   { kind: 'message', name: 'file body object', ops: isFilePut, path: '/body', status: 422, code: 'invalid_body', message: 'the file request must be a JSON object' },
 
   // Provision PUTs (NS-09).

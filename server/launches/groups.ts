@@ -4,9 +4,14 @@
  * `...institution/person#Administrator`) or short names (`Learner`, `Instructor`); only the last segment
  * decides, so a sub-role maps by what it is (a teaching assistant is not an instructor).
  */
+import { schemas } from '../../generated/2026-09-21/schemas.js';
 import type { MemberGroup } from '../store/index.js';
 
-export const GROUP_ORDER: readonly MemberGroup[] = ['student', 'instructor', 'assistant', 'manager'];
+/**
+ * The spec's `user.groups` values, in its order (lockstep, decisions KIT-04, KIT-20). The store keeps a
+ * member's groups as a fixed set, so a value added to the spec fails to compile here, the one place to change.
+ */
+export const GROUP_ORDER: readonly MemberGroup[] = schemas.LaunchClaims.properties.user.properties.groups.items.enum;
 
 /** Groups whose launches carry the person's name and email. */
 export const STAFF_GROUPS: readonly MemberGroup[] = ['instructor', 'assistant', 'manager'];

@@ -6,6 +6,7 @@
  * student (contract, Provision URL). A failed provision request does not undo the placement (S-09).
  */
 import type { components } from '../../generated/dashboard/types.js';
+import { LOCATIONS_LIMITS } from '../../rules/locations.js';
 import { reduceToPlainText } from '../../rules/plain-text.js';
 import type { Services } from '../http/services.js';
 import type { AppRecord, ContextRecord, LocationRecord, PlacementEntry, PlacementRecord, ProvisioningState } from '../store/index.js';
@@ -37,8 +38,8 @@ export interface PlaceFromPickerInput {
   lineItem?: boolean;
 }
 
-/** Same rule as the picker's labels (GAP-10, GAP-11): plain text, at most 200 code points. */
-const LABEL_MAX = 200;
+/** Same rule as the picker's labels (GAP-10, GAP-11): plain text, at most the spec's length. */
+const LABEL_MAX = LOCATIONS_LIMITS.labelLength;
 
 /**
  * Places one location of the course's last picker answer. Refusals: 409 `picker_not_opened` before any

@@ -8,6 +8,7 @@
  * grading_progress, score missing, score not a number, max_score not a number, comment, unknown field.
  */
 import { schemas } from '../../generated/2026-09-21/schemas.js';
+import { fillMessage } from '../../rules/messages.js';
 import { Problem } from '../http/problem.js';
 import type { ActivityProgress, GradingProgress } from '../store/index.js';
 
@@ -31,18 +32,22 @@ const DEFAULTS = {
   comment: schemas.ScoreSubmission.properties.comment.default,
 } as const;
 
+// The messages are the spec's `x-messages`, filled with the limits and values it states (decision KIT-20).
+const MESSAGES = schemas.ScoreSubmission['x-messages'];
 export const SCORE_BODY_MESSAGES = {
-  notAnObject: 'the score submission must be a JSON object',
-  unknownField: (name: string) => `unknown field: ${name}`,
-  scoreRequired: 'score is required',
-  scoreNotANumber: 'score must be a number',
-  scoreOutOfRange: 'score must be between 0 and 1',
-  maxScoreNotANumber: 'max_score must be a number',
-  maxScoreNotPositive: 'max_score must be greater than 0',
-  activityProgress: `activity_progress must be one of [${ACTIVITY_PROGRESS.join(', ')}]`,
-  gradingProgress: `grading_progress must be one of [${GRADING_PROGRESS.join(', ')}]`,
-  commentNotAString: 'comment must be a string',
-  commentHasNul: 'comment must not contain the NUL character (U+0000)',
+  notAnObject: MESSAGES.not_an_object,
+  unknownField: (name: string) => fillMessage(MESSAGES.unknown_field, { name }),
+  scoreRequired: MESSAGES.score_required,
+  scoreNotANumber: MESSAGES.score_not_a_number,
+  scoreOutOfRange: fillMessage(MESSAGES.score_out_of_range, { minimum: schemas.ScoreFraction.minimum, maximum: schemas.ScoreFraction.maximum }),
+  maxScoreNotANumber: MESSAGES.max_score_not_a_number,
+  maxScoreNotPositive: fillMessage(MESSAGES.max_score_not_positive, {
+    exclusive_minimum: schemas.ScoreSubmission.properties.max_score.exclusiveMinimum,
+  }),
+  activityProgress: fillMessage(MESSAGES.activity_progress, { values: ACTIVITY_PROGRESS.join(', ') }),
+  gradingProgress: fillMessage(MESSAGES.grading_progress, { values: GRADING_PROGRESS.join(', ') }),
+  commentNotAString: MESSAGES.comment_not_a_string,
+  commentHasNul: MESSAGES.comment_has_nul,
 } as const;
 
 function invalid(code: string, field: string | null, message: string): Problem {

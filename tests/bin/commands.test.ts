@@ -68,9 +68,28 @@ describe('tis help', () => {
         expect(help.out, command.name).toContain(`--${option}`);
         expect(own.out, command.name).toContain(`--${option}`);
       }
-      for (const option of ['--url', '--token', '--token-file', '--json']) expect(own.out, command.name).toContain(option);
+      if (command.token === 'store') {
+        expect(own.out, command.name).toContain('--help');
+        for (const variable of command.environment) expect(own.out, command.name).toContain(variable);
+      } else {
+        for (const option of ['--url', '--token', '--token-file', '--json']) expect(own.out, command.name).toContain(option);
+      }
     }
-    for (const group of ['tools', 'sandbox', 'operators', 'builders', 'team']) expect(help.out).toContain(`${group} `);
+    for (const group of ['tools', 'sandbox', 'operators', 'builders', 'team', 'files']) expect(help.out).toContain(`${group} `);
+  });
+
+  it('"tis files --help" is the help of each files command with all its options; a store command takes no API options', async () => {
+    const help = await tis(['files', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.out).toContain('Usage: tis files migrate [--from local|postgres] [--dry-run]');
+    for (const option of ['--from', '--dry-run', '--help', 'S3_BUCKET', 'DATA_DIR']) expect(help.out).toContain(option);
+    expect(help.out).not.toContain('--token-file');
+    const wrong = await tis(['files', 'migrate', '--token', 'x']);
+    expect(wrong.code).toBe(2);
+    expect(wrong.err).toMatch(/^error: files migrate does not take --token/);
+    const from = await tis(['files', 'migrate', '--from', 's3']);
+    expect(from.code).toBe(2);
+    expect(from.err).toMatch(/^error: --from must be one of local, postgres/);
   });
 
   it('says which commands a group has, and refuses unknown words with exit 2', async () => {

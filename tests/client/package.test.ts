@@ -134,6 +134,8 @@ describe('the packed kit', () => {
     const stated = statedInstallSize(readme);
     expect({ packages, megabytes: Number(megabytes.toFixed(1)) }, 'update the install size in client/README.md').toMatchObject({ packages: stated.packages });
     expect(Math.abs(megabytes - stated.megabytes) / stated.megabytes, `measured ${megabytes.toFixed(2)} MB; update client/README.md`).toBeLessThan(0.2);
+    // The repository's README repeats the figure in its Layout table.
+    expect(statedInstallSize(await readFile(join(repoRoot, 'README.md'), 'utf8')), 'README.md states the kit\'s install size as client/README.md does').toEqual(stated);
 
     // With @types/node, the program's own dev dependency, for process.argv and Blob in the quick start.
     await npm(['ci', '--offline', '--ignore-scripts'], project);

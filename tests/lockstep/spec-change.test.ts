@@ -8,7 +8,11 @@
  *   2. `note` added to the ScoreSubmission schema and regenerated: the copy compiles and the service, started
  *      from the copy, accepts that very body (200, the attempt published) without any handler edit;
  *   3. `Started` added to the ActivityProgress enum and regenerated: tsc fails, and every error is in the one
- *      place that must change, the store's declaration of the values its CHECK constraints admit.
+ *      place that must change, the store's declaration of the values its CHECK constraints admit;
+ *   4. limits and messages the spec states with `x-limits` / `x-messages` (decision KIT-20) changed and
+ *      regenerated: a member row's size limit and its message, a row's file quota and its message, the default
+ *      HTTP body limit and its message; the service started from the copy follows all three, with no handler
+ *      edit (no tsc run: the service runs through tsx, as `npm run start:dev` does).
  */
 import { spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -22,6 +26,9 @@ const COPIED = ['openapi', 'scripts', 'server', 'client', 'rules', 'generated', 
 const SCORE_BODY = path.join('openapi', '2026-09-21', 'schemas', 'ScoreSubmission.yaml');
 const ACTIVITY = path.join('openapi', 'common', 'schemas', 'ActivityProgress.yaml');
 const STORE_PLACE = 'server/store/repos/attempts.ts';
+const ROW = path.join('openapi', 'common', 'schemas', 'Row.yaml');
+const FILE_LIST = path.join('openapi', '2026-09-21', 'schemas', 'FileList.yaml');
+const BODY_TOO_LARGE = path.join('openapi', 'common', 'responses', 'BodyTooLarge.yaml');
 
 interface Run {
   code: number | null;
@@ -70,6 +77,30 @@ try {
 }
 `;
 
+// The limits probe: a member_location row of 2011 bytes, three files asked for in one row, and one JSON body
+// of 1.5 MB; prints the three answers.
+const LIMITS_PROBE = `
+import { createTool, launch, placeLocation, startServer } from './tests/server/harness.js';
+const server = await startServer();
+try {
+  const tool = await createTool(server);
+  const placed = await placeLocation(server, { app: tool.app.id, type: 'assessment' });
+  const student = await launch(server, { placed });
+  const call = async (url: string, method: string, body: string) => {
+    const response = await fetch(url, { method, headers: { Authorization: student.auth, 'Content-Type': 'application/json' }, body });
+    const text = await response.text();
+    return { status: response.status, detail: text === '' ? null : ((JSON.parse(text) as { detail?: string }).detail ?? null) };
+  };
+  const row = await call(student.claims.storage.member_location as string, 'PUT', JSON.stringify({ text: 'x'.repeat(2000) }));
+  const files = [];
+  for (const key of ['a.txt', 'b.txt', 'c.txt']) files.push(await call(\`\${student.claims.files.member_location}/\${key}\`, 'PUT', JSON.stringify({ size: 1 })));
+  const body = await call(student.claims.storage.member_location as string, 'PUT', JSON.stringify({ text: 'x'.repeat(1_500_000) }));
+  console.log(JSON.stringify({ row, files, body }));
+} finally {
+  await server.stop();
+}
+`;
+
 describe('a spec edit changes what the service accepts, or the compiler names the one place to change', () => {
   let copy: string;
   const generate = (): Promise<Run> => run(copy, ['--import', 'tsx', 'scripts/generate.ts']);
@@ -95,6 +126,7 @@ describe('a spec edit changes what the service accepts, or the compiler names th
     cpSync(path.join(repoRoot, 'tests', 'server', 'harness.ts'), path.join(copy, 'tests', 'server', 'harness.ts'));
     symlinkSync(path.join(repoRoot, 'node_modules'), path.join(copy, 'node_modules'), 'dir');
     writeFileSync(path.join(copy, 'probe.ts'), PROBE);
+    writeFileSync(path.join(copy, 'probe-limits.ts'), LIMITS_PROBE);
     writeFileSync(
       path.join(copy, 'tsconfig.lockstep.json'),
       `${JSON.stringify({ extends: './tsconfig.json', include: ['server/**/*.ts', 'client/**/*.ts', 'generated/**/*.ts'] }, null, 2)}\n`,
@@ -134,4 +166,30 @@ describe('a spec edit changes what the service accepts, or the compiler names th
     expect(files.length, compiled.output).toBeGreaterThan(0);
     expect([...new Set(files)], compiled.output).toEqual([STORE_PLACE]);
   }, 900_000);
+
+  it('limits and messages stated with x-limits and x-messages follow the spec once generated, with no handler edit', async () => {
+    type Answer = { status: number; detail: string | null };
+    const probe = async (): Promise<{ row: Answer; files: Answer[]; body: Answer }> => {
+      const ran = await run(copy, ['--import', 'tsx', 'probe-limits.ts']);
+      expect(ran.code, ran.output).toBe(0);
+      return JSON.parse(ran.stdout.trim().split('\n').pop() as string) as { row: Answer; files: Answer[]; body: Answer };
+    };
+    // Unchanged, the same calls are a 2011-byte row written, three files signed and a 422 `row too large`
+    // for the 1.5 MB body: tests/server/rows and tests/server/files hold the spec's own values; one service
+    // start here keeps the test's time down.
+    edit(ROW, /^    member_location: 524288$/m, '    member_location: 1024');
+    edit(ROW, /^  too_large: 'row too large: /m, "  too_large: 'row over its limit: ");
+    edit(FILE_LIST, /^  files_per_row: 100$/m, '  files_per_row: 2');
+    edit(FILE_LIST, /^  too_many_files: 'file quota exceeded: a row keeps at most \{files_per_row\} files'$/m, "  too_many_files: 'a row keeps {files_per_row} files at most'");
+    edit(BODY_TOO_LARGE, /^  default_bytes: 2097152$/m, '  default_bytes: 1200000');
+    edit(BODY_TOO_LARGE, /^  too_large: 'request body exceeds the HTTP limit of \{limit\} bytes'$/m, "  too_large: 'the body is over {limit} bytes'");
+    const regenerated = await generate();
+    expect(regenerated.code, regenerated.output).toBe(0);
+
+    const after = await probe();
+    expect(after.row).toEqual({ status: 422, detail: 'row over its limit: 2011 bytes of compact JSON, at most 1024 (1 KB) for a member_location row' });
+    expect(after.files.map((f) => f.status)).toEqual([200, 200, 422]);
+    expect(after.files[2]?.detail).toBe('a row keeps 2 files at most');
+    expect(after.body).toEqual({ status: 413, detail: 'the body is over 1200000 bytes' });
+  }, 300_000);
 });

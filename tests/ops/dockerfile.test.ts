@@ -36,6 +36,19 @@ describe('Dockerfile', () => {
     expect(final.some((l) => l.startsWith('HEALTHCHECK ') && l.includes('/healthz'))).toBe(true);
   });
 
+  it('gives every `npm ci` the lock and the manifest of every workspace it names, as check:prod-install does', () => {
+    const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { workspaces: string[]; scripts: Record<string, string> };
+    expect(pkg.workspaces.length).toBeGreaterThan(0);
+    const installing = stages.filter((stage) => stage.some((l) => /^RUN npm ci\b/.test(l)));
+    expect(installing.length).toBe(2);
+    for (const stage of installing) {
+      const before = stage.slice(0, stage.findIndex((l) => /^RUN npm ci\b/.test(l)));
+      expect(before).toContain('COPY package.json package-lock.json ./');
+      for (const workspace of pkg.workspaces) expect(before, stage[0]).toContain(`COPY ${workspace}/package.json ./${workspace}/`);
+    }
+    expect(pkg.scripts['check:prod-install']).toBe('node scripts/check-prod-install.mjs');
+  });
+
   it('runs what `npm start` runs, and the build script it calls exists', () => {
     const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
     const cmd = final.find((l) => l.startsWith('CMD '));

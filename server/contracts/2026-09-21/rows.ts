@@ -13,7 +13,9 @@ import { withGuard } from '../../http/registry.js';
 import type { Services } from '../../http/services.js';
 import type { JsonObject, RowKey, RowKind, Store } from '../../store/index.js';
 import { InvalidRowBodyError, RowTooLargeError, rowMaxBytes } from '../../store/index.js';
+import { schemas } from '../../../generated/2026-09-21/schemas.js';
 import { applyPatch, validatePatchShape } from '../../../rules/json-patch.js';
+import { fillMessage } from '../../../rules/messages.js';
 import type { PatchOperation } from '../../../rules/json-patch.js';
 
 export type RowOperationId =
@@ -50,16 +52,8 @@ type RowBody = Record<string, unknown>;
 
 // --- messages -------------------------------------------------------------------------------------
 
-function limitText(maxBytes: number): string {
-  return maxBytes % 1_048_576 === 0 ? `${maxBytes / 1_048_576} MB` : `${maxBytes / 1024} KB`;
-}
-
 export function rowTooLarge(kind: RowKind, size: number, maxBytes: number = rowMaxBytes(kind)): Problem {
-  return new Problem(
-    422,
-    'row_too_large',
-    `row too large: ${size} bytes of compact JSON, at most ${maxBytes} (${limitText(maxBytes)}) for a ${kind} row`,
-  );
+  return new Problem(422, 'row_too_large', fillMessage(schemas.Row['x-messages'].too_large, { size, max_bytes: maxBytes, kind }));
 }
 
 export function notProvisioned(key: RowKey): Problem {
@@ -101,7 +95,7 @@ export function compactJsonBytes(value: unknown): number {
 
 async function replaceRow({ services, guarded }: RowRequest, body: unknown, rules: RowRules): Promise<void> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new Problem(422, 'invalid_row_body', 'a row holds one JSON object: the body must be a JSON object');
+    throw new Problem(422, 'invalid_row_body', schemas.Row['x-messages'].not_an_object);
   }
   const maxBytes = rowMaxBytes(guarded.key.kind);
   const size = compactJsonBytes(body);

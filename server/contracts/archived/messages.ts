@@ -43,7 +43,7 @@ export const ARCHIVED_MESSAGES = {
   noGradePassback: 'Launch has no grade passback (no LMS line item)',
 } as const;
 
-export const EXTID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
+export const EXTID_PATTERN = new RegExp(archived0825.LocationCreate.properties.extid.pattern);
 
 /** Fields of the app object that exist but cannot be written (S-14, GAP-41). */
 export const APP_READ_ONLY = ['id', 'status', 'api_key_hint', 'locations', 'created'] as const;

@@ -1,3 +1,4 @@
+import { schemas } from '../../../generated/2026-09-21/schemas.js';
 import type { Driver } from '../driver.js';
 import { FileQuotaError, UploadNotPendingError } from '../errors.js';
 import { newId } from '../ids.js';
@@ -10,11 +11,11 @@ export interface FileLimits {
   maxFileBytes: number;
 }
 
-/** The contract's limits per row (binary units, decision GAP-06). */
+/** The contract's limits per row (binary units, decision GAP-06), as the spec states them (decision KIT-20). */
 export const FILE_LIMITS: Readonly<FileLimits> = {
-  maxFiles: 100,
-  maxTotalBytes: 104_857_600,
-  maxFileBytes: 26_214_400,
+  maxFiles: schemas.FileList['x-limits'].files_per_row,
+  maxTotalBytes: schemas.FileList['x-limits'].bytes_per_row,
+  maxFileBytes: schemas.FileUploadRequest.properties.size.maximum,
 };
 
 /** Decision GAP-05: a signed upload form is valid 15 minutes. */

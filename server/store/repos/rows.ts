@@ -1,13 +1,18 @@
+import { schemas } from '../../../generated/2026-09-21/schemas.js';
 import { InvalidRowBodyError, RowTooLargeError } from '../errors.js';
 import type { JsonObject, RepoContext, RowKey, RowKind } from './common.js';
 import { isJsonObject, ROW_KEY_WHERE, rowKeyParams } from './common.js';
 
-/** Decision GAP-06: binary units, counted on the UTF-8 bytes of the compact JSON. */
-export const MEMBER_ROW_MAX_BYTES = 524_288;
-export const SHARED_ROW_MAX_BYTES = 1_048_576;
+/**
+ * Decision GAP-06: binary units, counted on the UTF-8 bytes of the compact JSON. The limit per level is the
+ * Row schema's `x-limits` (decision KIT-20); the type makes a level the spec leaves out a compile error here.
+ */
+const ROW_MAX_BYTES: Readonly<Record<RowKind, number>> = schemas.Row['x-limits'].max_bytes;
+export const MEMBER_ROW_MAX_BYTES = ROW_MAX_BYTES.member;
+export const SHARED_ROW_MAX_BYTES = ROW_MAX_BYTES.context;
 
 export function rowMaxBytes(kind: RowKind): number {
-  return kind === 'member' || kind === 'member_location' ? MEMBER_ROW_MAX_BYTES : SHARED_ROW_MAX_BYTES;
+  return ROW_MAX_BYTES[kind];
 }
 
 export interface RowWriteOptions {
