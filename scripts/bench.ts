@@ -177,10 +177,31 @@ async function measure(target: Target, op: BenchOperation, connections: number):
         }
       }
     : undefined;
+  const spread = op.spread?.flatMap((s) => {
+    const own = target.path(s.path);
+    return own === null ? [] : [{ path: own, auth: s.auth }];
+  });
+  let turn = 0;
+  const setupRequest =
+    spread && spread.length > 0 && spread.length === op.spread?.length
+      ? (request: { path: string; headers: Record<string, string> }) => {
+          const next = spread[turn++ % spread.length] as { path: string; auth: string };
+          return { ...request, path: next.path, headers: { ...request.headers, Authorization: next.auth } };
+        }
+      : undefined;
   const run = (duration: number) =>
     autocannon({
       url: target.urls.length === 1 ? (target.urls[0] as string) : target.urls,
-      requests: [{ method: op.method, path, headers, ...(op.body === undefined ? {} : { body: op.body }), ...(onResponse ? { onResponse } : {}) }],
+      requests: [
+        {
+          method: op.method,
+          path,
+          headers,
+          ...(op.body === undefined ? {} : { body: op.body }),
+          ...(onResponse ? { onResponse } : {}),
+          ...(setupRequest ? { setupRequest } : {}),
+        },
+      ],
       connections,
       duration,
     });
@@ -255,7 +276,7 @@ async function main(): Promise<void> {
     const quiz = await placeLocation({ services }, { app: tool.app.id, type: 'assessment', points: 10 });
     const student = await launch({ services }, { placed: quiz, groups: ['student'] });
     const operations: BenchOperation[] = [];
-    for (const section of SECTIONS) operations.push(...(await section.prepare({ services, student })));
+    for (const section of SECTIONS) operations.push(...(await section.prepare({ services, student, placed: quiz })));
     if (options.only !== undefined) operations.splice(0, operations.length, ...operations.filter((o) => o.name.includes(options.only as string)));
     await services.blobs.close?.();
     await services.store.close();

@@ -29,6 +29,13 @@ declare module 'autocannon' {
       headers?: Record<string, string>;
       body?: string;
       onResponse?: (status: number, body: string) => void;
+      /** Called before each request is sent; what it returns is sent instead (the score section's members). */
+      setupRequest?: (request: { method?: string; path: string; headers: Record<string, string>; body?: string }) => {
+        method?: string;
+        path: string;
+        headers: Record<string, string>;
+        body?: string;
+      };
     }>;
   }
   interface Result {

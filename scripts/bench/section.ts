@@ -4,12 +4,14 @@
  * sets up what it needs through the real services (the same data dir every SQLite target opens).
  */
 import type { Services } from '../../server/http/services.js';
-import type { TestLaunch } from '../../tests/server/harness.js';
+import type { PlacedLocation, TestLaunch } from '../../tests/server/harness.js';
 
 /** What the bench prepared before any server started: a tool, a graded placement and a student's launch. */
 export interface BenchFixture {
   services: Services;
   student: TestLaunch;
+  /** The graded placement the student launched (a section may launch more people into it). */
+  placed: PlacedLocation;
 }
 
 export interface BenchOperation {
@@ -25,6 +27,12 @@ export interface BenchOperation {
    * little, so only operations that need it set this.
    */
   failure?: (status: number, body: string) => string | null;
+  /**
+   * Requests go to these in turn (path and `Authorization`), e.g. many members' score URLs with each
+   * member's own token, instead of `path` alone. A target that holds another fixture (its `path` does not
+   * map every one of them) gets `path` alone.
+   */
+  spread?: ReadonlyArray<{ path: string; auth: string }>;
   /** Targets that cannot serve it (by name); default: every target. */
   skip?: readonly string[];
 }

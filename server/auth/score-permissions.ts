@@ -106,14 +106,15 @@ export async function loadScoreFacts(
   store: Pick<Store, 'members' | 'placements'>,
   principal: Principal,
   target: ScoreTarget,
-): Promise<ScoreFacts> {
-  const memberInContext = (await store.members.getInContext(target.contextId, target.memberId)) !== null;
+): Promise<ScoreFacts & { member: MemberRecord | null }> {
+  const member = await store.members.getInContext(target.contextId, target.memberId);
+  const memberInContext = member !== null;
   const placed = memberInContext ? await store.placements.isPlaced(target.appId, target.contextId, target.locationId) : false;
   const callerMember =
     principal.kind === 'session' && principal.token.userId !== null
       ? await store.members.find(target.contextId, principal.token.userId)
       : null;
-  return { memberInContext, placed, callerMember };
+  return { memberInContext, placed, callerMember, member };
 }
 
 export interface ScoreGuardResult {
@@ -122,6 +123,8 @@ export interface ScoreGuardResult {
   principal: Principal;
   sourceType: 'session' | 'api_key';
   sourceId: string;
+  /** The URL's member as the guard read it, so the score path does not read it again (PERF-41). */
+  member: MemberRecord | null;
 }
 
 type ScorePathParams = { context_id: string; app_id: string; location_id: string; member_id: string };
@@ -141,6 +144,6 @@ export function scoreGuard<Op extends { parameters: { path: ScorePathParams } }>
     const facts = await loadScoreFacts(ctx.services.store, ctx.principal, target);
     const decision = authorizeScore(ctx.principal, target, form, facts);
     if (!decision.allowed) throw decision.problem;
-    return { target, form, principal: ctx.principal, sourceType: decision.sourceType, sourceId: decision.sourceId };
+    return { target, form, principal: ctx.principal, sourceType: decision.sourceType, sourceId: decision.sourceId, member: facts.member };
   };
 }

@@ -2,15 +2,18 @@
  * The step every score takes to the gradebook, whichever operation received it (the current contract's
  * score operations, the archived contracts' launch-keyed grades), so the two cannot drift apart.
  *
- * "Attempts are never updated": the `submitted` timestamp is reserved first, in its own transaction
- * (strictly later than every earlier reservation or attempt of the member at the location, across
- * processes, S-12), the score is published with it, and only then is the attempt written, once, with its
- * final outcome. A process killed between publishing and writing leaves a score in the LMS without its
- * attempt in the grade history; the caller saw no 200 and submits again, and the resubmission's later
- * timestamp supersedes. The alternative (a pending row completed afterwards) would update attempts.
+ * "Attempts are never updated": inside the pair's publication order (`inSubmittedOrder`: one queue per
+ * member and location and process, and on PostgreSQL the pair's advisory lock), the `submitted` instant
+ * is read (strictly later than every earlier attempt or reservation of the member at the location, S-12),
+ * the score is published with it, and the attempt is written once, with its final outcome, in ONE
+ * transaction with what the publication settled (the column's points, H-03; the `Idempotency-Key`, H-07).
+ * The order is held until that commit, so the next score of the pair reads this one's instant (PERF-40).
+ * A process killed between publishing and writing leaves a score in the LMS without its attempt in the
+ * grade history; the caller saw no 200 and submits again, and the resubmission's later timestamp
+ * supersedes. The alternative (a pending row completed afterwards) would update attempts.
  */
 import type { Logger } from '../http/log.js';
-import type { AttemptRecord, AttemptSourceType, Store } from '../store/index.js';
+import type { AttemptRecord, AttemptSourceType, Repositories, Store } from '../store/index.js';
 import type { Publication, PublicationOutcome, Publisher } from './publisher.js';
 import { failed } from './publisher.js';
 import { inSubmittedOrder } from './ordering.js';
@@ -38,6 +41,8 @@ export interface AttemptToPublish {
   source: { type: AttemptSourceType; id: string };
   /** What names the submission in the log line of a publisher that threw, beside the app, course and location. */
   logFields?: Readonly<Record<string, unknown>>;
+  /** Writes what the caller keeps about the attempt (an `Idempotency-Key`'s answer) in the attempt's own transaction. */
+  onRecorded?: (tx: Repositories, attempt: AttemptRecord) => Promise<void>;
 }
 
 /**
@@ -64,13 +69,13 @@ export async function publishAttempt<K>(
 ): Promise<PublishedAttempt<K | undefined>> {
   const { store } = deps;
   const { records, submission } = input;
-  const { member, location } = records;
-  // Reservation and publication in one queue per member and location, so the LMS receives the scores
-  // in `submitted` order (LTI-16); the attempt is written after, outside it.
-  const { instant, kept, outcome } = await inSubmittedOrder(store, member.id, location.id, async () => {
-    const reserved = await store.attempts.reserveSubmitted(member.id, location.id);
-    const { instant, kept } = onReserved ? await onReserved(reserved) : { instant: reserved, kept: undefined };
-    const columnPoints = submission.maxScore === null ? await store.columnPoints.get(records.placement.id) : null;
+  const { member, location, placement } = records;
+  // Instant, publication and attempt in one queue per member and location, so the LMS receives the
+  // scores in `submitted` order (LTI-16) and the next one's instant is read after this one's attempt.
+  const { attempt, instant, kept, outcome } = await inSubmittedOrder(store, member.id, location.id, async () => {
+    const next = await store.attempts.nextSubmitted(member.id, location.id);
+    const { instant, kept } = onReserved ? await onReserved(next) : { instant: next, kept: undefined };
+    const columnPoints = submission.maxScore === null ? await store.columnPoints.get(placement.id) : null;
     let outcome: PublicationOutcome;
     try {
       outcome = await deps.publisher.publish({
@@ -94,26 +99,28 @@ export async function publishAttempt<K>(
       });
       outcome = failed('the publication failed inside the service; nothing is known to have reached the LMS');
     }
-    // Inside the queue, so the member's next score is published against the points this one set (H-03).
-    if (outcome.status === 'success' && submission.maxScore !== null) {
-      await store.columnPoints.set(records.placement.id, submission.maxScore);
-    }
-    return { instant, kept, outcome };
-  });
-  const attempt = await store.attempts.record({
-    appId: records.app.id,
-    contextId: records.context.id,
-    locationId: location.id,
-    memberId: member.id,
-    score: submission.score,
-    maxScore: submission.maxScore,
-    comment: submission.comment,
-    activityProgress: submission.activityProgress,
-    gradingProgress: submission.gradingProgress,
-    sourceType: input.source.type,
-    sourceId: input.source.id,
-    submittedUs: instant.submittedUs,
-    outcome: { status: outcome.status, response: outcome.response, error: outcome.error },
+    const attempt = await store.transaction(async (tx) => {
+      const written = await tx.attempts.record({
+        appId: records.app.id,
+        contextId: records.context.id,
+        locationId: location.id,
+        memberId: member.id,
+        score: submission.score,
+        maxScore: submission.maxScore,
+        comment: submission.comment,
+        activityProgress: submission.activityProgress,
+        gradingProgress: submission.gradingProgress,
+        sourceType: input.source.type,
+        sourceId: input.source.id,
+        submittedUs: instant.submittedUs,
+        outcome: { status: outcome.status, response: outcome.response, error: outcome.error },
+      });
+      // Inside the order, so the member's next score is published against the points this one set (H-03).
+      if (outcome.status === 'success' && submission.maxScore !== null) await tx.columnPoints.set(placement.id, submission.maxScore);
+      if (input.onRecorded) await input.onRecorded(tx, written);
+      return written;
+    });
+    return { attempt, instant, kept, outcome };
   });
   return { attempt, outcome, instant, kept };
 }

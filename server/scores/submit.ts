@@ -7,7 +7,7 @@ import type { ScoreGuardResult } from '../auth/score-permissions.js';
 import { SCORE_MESSAGES } from '../auth/score-permissions.js';
 import { Problem } from '../http/problem.js';
 import type { AttemptRecord, PlacementRecord, Store } from '../store/index.js';
-import type { PublishDeps } from './publish.js';
+import type { AttemptToPublish, PublishDeps } from './publish.js';
 import { publishAttempt } from './publish.js';
 import type { ScoreSubmission } from './validate.js';
 import type { ActivityProgress, GradingProgress } from '../store/index.js';
@@ -76,6 +76,8 @@ async function choosePlacement(
 ): Promise<PlacementRecord | null> {
   const assessments = placements.filter((p) => p.entry.type === 'assessment');
   if (assessments.length === 0) return null;
+  // One placement leaves no choice: its launch need not be read.
+  if (assessments.length === 1) return assessments[0] ?? null;
   const principal = guarded.principal;
   if (principal.kind === 'session' && principal.token.launchId !== null) {
     const launch = await store.launches.get(principal.token.launchId);
@@ -89,6 +91,7 @@ export async function submitScore(
   deps: SubmitDeps,
   guarded: ScoreGuardResult,
   submission: ScoreSubmission,
+  onRecorded?: AttemptToPublish['onRecorded'],
 ): Promise<GradeAttemptJson> {
   const { store } = deps;
   const { target } = guarded;
@@ -98,14 +101,15 @@ export async function submitScore(
   const placement = await choosePlacement(store, guarded, placements);
   if (!placement) throw new Problem(422, 'not_assessment', SCORE_MESSAGES.notAssessment);
 
-  const [app, context, location, member] = await Promise.all([
+  // Each row once: the member as the guard read it, the rest here (PERF-41).
+  const member = guarded.member ?? (await store.members.getInContext(target.contextId, target.memberId));
+  const [app, context, location, user] = await Promise.all([
     store.apps.get(target.appId),
     store.contexts.get(target.contextId),
     store.locations.get(target.locationId),
-    store.members.getInContext(target.contextId, target.memberId),
+    member ? store.users.get(member.userId) : null,
   ]);
   const organization = context ? await store.organizations.get(context.organizationId) : null;
-  const user = member ? await store.users.get(member.userId) : null;
   if (!app || !context || !location || !member || !organization || !user) {
     // The guard saw all of these a moment ago; only a concurrent deletion gets here.
     throw new Problem(404, 'member_not_found', SCORE_MESSAGES.memberNotInContext(target.memberId, target.contextId));
@@ -115,6 +119,7 @@ export async function submitScore(
     records: { app, organization, context, location, placement, member, user },
     submission,
     source: { type: guarded.sourceType, id: guarded.sourceId },
+    ...(onRecorded ? { onRecorded } : {}),
   });
   deps.log.info('score attempt recorded', {
     attempt: attempt.id,

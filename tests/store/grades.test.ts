@@ -132,6 +132,31 @@ describe.each(STORE_TARGETS)('grade attempts ($name)', (target) => {
     }
   });
 
+  it('reads the next instant after every recorded attempt and reservation, writing nothing (PERF-40)', async () => {
+    const clock = new ManualClock();
+    const { store, done } = await target.fresh({ clock });
+    try {
+      const c = await seedCourse(store);
+      const first = await store.attempts.nextSubmitted(c.studentMemberId, c.locationId);
+      // Nothing was written: reading again in the same microsecond gives the same instant.
+      expect((await store.attempts.nextSubmitted(c.studentMemberId, c.locationId)).submittedUs).toBe(first.submittedUs);
+      const recorded = await store.attempts.record({
+        ...attemptFor(c, { maxScore: 50, comment: 'Well done' }),
+        submittedUs: first.submittedUs,
+        outcome: { status: 'success', response: { status: 200, body: '' }, error: '' },
+      });
+      // The record answered is the row as stored.
+      expect(await store.attempts.get(recorded.id)).toEqual(recorded);
+      expect((await store.attempts.nextSubmitted(c.studentMemberId, c.locationId)).submittedUs).toBe(first.submittedUs + 1);
+      const reserved = await store.attempts.reserveSubmitted(c.studentMemberId, c.locationId);
+      expect((await store.attempts.nextSubmitted(c.studentMemberId, c.locationId)).submittedUs).toBe(reserved.submittedUs + 1);
+      // Another member at the same location has a sequence of its own.
+      expect((await store.attempts.nextSubmitted(c.teacherMemberId, c.locationId)).submittedUs).toBe(first.submittedUs);
+    } finally {
+      await done();
+    }
+  });
+
   it('stays strictly later across two stores on one database interleaving inserts', async () => {
     const clock = new ManualClock(); // frozen: every attempt lands in the same microsecond of the clock
     const { store, openAnother, done } = await target.fresh({ clock });

@@ -230,7 +230,28 @@ export class AttemptsRepo {
     });
   }
 
-  /** Writes a finished attempt with a timestamp from `reserveSubmitted`. */
+  /**
+   * The `submitted` instant the next attempt of a member at a location gets, read without writing
+   * anything: max(now, last + 1 µs) over every instant reserved (`reserveSubmitted`, `create`) or
+   * recorded before. The caller must hold the pair's publication order (`server/scores/ordering.ts`:
+   * the process's queue, and on PostgreSQL the pair's advisory lock) until the attempt with this instant
+   * is recorded, so no other writer can take the same instant meanwhile (decision PERF-40).
+   */
+  async nextSubmitted(memberId: string, locationId: string): Promise<{ submittedUs: number; submitted: string }> {
+    const row = await this.ctx.db.get<{ reserved: number | string | null; recorded: number | string | null }>(
+      `SELECT (SELECT last_us FROM grade_attempt_clock WHERE member_id = ? AND location_id = ?) AS reserved,
+              (SELECT MAX(submitted_us) FROM grade_attempts WHERE member_id = ? AND location_id = ?) AS recorded`,
+      [memberId, locationId, memberId, locationId],
+    );
+    const floor = Math.max(Number(row?.reserved ?? 0), Number(row?.recorded ?? 0));
+    const submittedUs = Math.max(nowUs(this.ctx.clock), floor + 1);
+    return { submittedUs, submitted: isoFromUs(submittedUs) };
+  }
+
+  /**
+   * Writes a finished attempt with a timestamp from `nextSubmitted` or `reserveSubmitted`. The record is
+   * returned as written, not read back (the row holds exactly these values).
+   */
   async record(input: CreateAttemptInput & { submittedUs: number; outcome: AttemptOutcome }): Promise<AttemptRecord> {
     const id = newId('att');
     const data: StoredData = {
@@ -239,30 +260,44 @@ export class AttemptsRepo {
       source_type: input.sourceType,
       source_id: input.sourceType === 'session' ? (input.sourceId ?? '') : '',
     };
+    const row: AttemptRow = {
+      id,
+      app_id: input.appId,
+      context_id: input.contextId,
+      location_id: input.locationId,
+      member_id: input.memberId,
+      score: input.score,
+      max_score: input.maxScore ?? null,
+      comment: input.comment ?? '',
+      activity_progress: input.activityProgress ?? 'Completed',
+      grading_progress: input.gradingProgress ?? 'FullyGraded',
+      status: input.outcome.status,
+      data: JSON.stringify(data),
+      submitted_us: input.submittedUs,
+      finished_at: this.ctx.clock.nowMs(),
+    };
     await this.ctx.db.run(
       `INSERT INTO grade_attempts (id, app_id, context_id, location_id, member_id, score, max_score, comment,
          activity_progress, grading_progress, status, data, submitted_us, finished_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       [
-        id,
-        input.appId,
-        input.contextId,
-        input.locationId,
-        input.memberId,
-        input.score,
-        input.maxScore ?? null,
-        input.comment ?? '',
-        input.activityProgress ?? 'Completed',
-        input.gradingProgress ?? 'FullyGraded',
-        input.outcome.status,
-        JSON.stringify(data),
-        input.submittedUs,
-        this.ctx.clock.nowMs(),
+        row.id,
+        row.app_id,
+        row.context_id,
+        row.location_id,
+        row.member_id,
+        row.score,
+        row.max_score,
+        row.comment,
+        row.activity_progress,
+        row.grading_progress,
+        row.status,
+        row.data,
+        row.submitted_us,
+        row.finished_at,
       ],
     );
-    const record = await this.get(id);
-    if (!record) throw new Error('attempt vanished after insert');
-    return record;
+    return toAttempt(row);
   }
 
   /** Records the publication's outcome of a pending attempt. Null when no such attempt. */
