@@ -18,7 +18,8 @@ import { parseArgs } from 'node:util';
 import { openConfiguredStore } from '../../server/app.js';
 import { ConfigError, loadConfig } from '../../server/config.js';
 import type { BlobStore } from '../../server/files/index.js';
-import { DatabaseBlobStore, fileObjectName, isFileObjectName, LocalBlobStore, S3BlobStore } from '../../server/files/index.js';
+import { DatabaseBlobStore, fileObjectName, isFileObjectName, LocalBlobStore } from '../../server/files/index.js';
+import { S3BlobStore } from '../../server/files/s3-blob-store.js';
 import type { FileRecord, RowKey, Store } from '../../server/store/index.js';
 
 export interface FilesIo {

@@ -11,7 +11,6 @@ import type { Clock, FileLimits, Store } from '../store/index.js';
 import type { BlobStore } from './blob-store.js';
 import { DatabaseBlobStore } from './database-blob-store.js';
 import { LocalBlobStore } from './local-blob-store.js';
-import { S3BlobStore } from './s3-blob-store.js';
 import { loadFilesSigner } from './signing.js';
 import { FileTransfer, OBJECT_SWEEP_INTERVAL_MS, UNUSED_OBJECT_AGE_MS } from './transfer.js';
 
@@ -41,6 +40,8 @@ export async function createFileServices(options: FileServicesOptions): Promise<
   if (!blobs && options.config.blobStore === 's3') {
     // Config refuses BLOB_STORE=s3 without its settings; this guards embedders that build a Config.
     if (!options.config.s3) throw new Error('BLOB_STORE=s3 needs S3_BUCKET and S3_REGION');
+    // Loaded only here: the AWS SDK costs start-up time and memory a service without a bucket never needs.
+    const { S3BlobStore } = await import('./s3-blob-store.js');
     const bucket = new S3BlobStore(options.config.s3);
     // Objects no record uses (OBJ-21), also those an instance that is gone left behind.
     bucket.startSweeping({
@@ -91,8 +92,10 @@ export async function createFileServices(options: FileServicesOptions): Promise<
 export type { BlobOwner, BlobStore, OpenedBlob, StoredBlob } from './blob-store.js';
 export { BlobNotFoundError, BlobSizeMismatchError } from './blob-store.js';
 export { LocalBlobStore } from './local-blob-store.js';
-export { S3BlobStore, createS3Client, isDirectStore } from './s3-blob-store.js';
-export type { DirectObjectStore, ObjectInfo, ObjectSweepOptions, ObjectsInUse, SignedPost } from './s3-blob-store.js';
+export { isDirectStore } from './direct-store.js';
+export type { DirectObjectStore, ObjectInfo, ObjectSweepOptions, ObjectsInUse, SignedPost } from './direct-store.js';
+// The S3 store itself (and the AWS SDK) is imported from './s3-blob-store.js' by those who need it.
+export type { S3BlobStore } from './s3-blob-store.js';
 export { fileObjectName, keyObjectPrefix, rowObjectPrefix, isFileObjectName } from './object-keys.js';
 export type { S3Settings } from './s3-settings.js';
 export { DatabaseBlobStore, DEFAULT_CHUNK_BYTES } from './database-blob-store.js';

@@ -5,7 +5,8 @@
 import { S3Client } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../../server/config.js';
-import { contentDisposition, fileObjectName, isFileObjectName, keyObjectPrefix, rowObjectPrefix, S3BlobStore } from '../../../server/files/index.js';
+import { contentDisposition, fileObjectName, isFileObjectName, keyObjectPrefix, rowObjectPrefix } from '../../../server/files/index.js';
+import { S3BlobStore } from '../../../server/files/s3-blob-store.js';
 import type { RowKey } from '../../../server/store/index.js';
 
 const credentials = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY' };
