@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const COPIED = ['openapi', 'scripts', 'server', 'client', 'rules', 'generated', 'tsconfig.json', 'redocly.yaml', 'package.json'];
+const COPIED = ['openapi', 'scripts', 'server', 'client', 'rules', 'lms', 'generated', 'tsconfig.json', 'redocly.yaml', 'package.json'];
 const SCHEMA = path.join('openapi', '2026-09-21', 'schemas', 'UploadForm.yaml');
 const OLD = 'fields';
 const NEW = 'form_fields';

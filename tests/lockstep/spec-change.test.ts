@@ -22,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const COPIED = ['openapi', 'scripts', 'server', 'client', 'rules', 'generated', 'tsconfig.json', 'redocly.yaml', 'package.json'];
+const COPIED = ['openapi', 'scripts', 'server', 'client', 'rules', 'lms', 'generated', 'tsconfig.json', 'redocly.yaml', 'package.json'];
 const SCORE_BODY = path.join('openapi', '2026-09-21', 'schemas', 'ScoreSubmission.yaml');
 const ACTIVITY = path.join('openapi', 'common', 'schemas', 'ActivityProgress.yaml');
 const STORE_PLACE = 'server/store/repos/attempts.ts';

@@ -86,7 +86,7 @@ describe('the Sandbox LMS in process', () => {
     // Course copy: the parent in its history, links copied under new IDs, enrolments when asked.
     const copy = await lms.copyCourse(trial.id, { title: 'Sandbox course', label: 'SANDBOX-2027F', with_links: true, with_enrolments: true });
     expect(copy).toMatchObject({ history: [trial.id], deployment_id: school.deployment_id });
-    expect(copy.resource_links.map((l) => l.custom['tis_placement'])).toEqual(['rl_bare', 'rl_graded']);
+    expect(copy.resource_links.map((l) => l.custom['tis_placement']).sort()).toEqual(['rl_bare', 'rl_graded']);
     expect(copy.resource_links.map((l) => l.id)).not.toEqual(expect.arrayContaining([bare.id, graded.id]));
     expect(copy.enrolments.map((e) => e.sub).sort()).toEqual([irene.sub, sam.sub].sort());
     // The reset: scores gone, columns kept.
