@@ -953,6 +953,12 @@ export interface components {
             launch_data: string;
         };
         /**
+         * ProvisionBody
+         * @description The body of a provision PUT: empty or a JSON object, reserved and ignored (decision NS-09). Anything else
+         *     answers 422 `provision body must be empty or a JSON object`.
+         */
+        ProvisionBody: Record<string, never>;
+        /**
          * ProvisionClaims
          * @description The payload of the `launch_data` JWT the service posts to the provision URL when a course or a location
          *     needs setting up (2026-08-25 shape; decision NS-06 without the `files` claim). A course-level request
@@ -2453,7 +2459,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": components["schemas"]["ProvisionBody"];
             };
         };
         responses: {
@@ -2521,7 +2527,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": components["schemas"]["ProvisionBody"];
             };
         };
         responses: {

@@ -1519,6 +1519,20 @@ export interface components {
             };
         };
         /**
+         * ProvisionBody
+         * @description The body of a provision PUT: empty or a JSON object, reserved and ignored (decision NS-09). Anything else
+         *     answers 422 `provision body must be empty or a JSON object`.
+         */
+        ProvisionBody: Record<string, never>;
+        /**
+         * DownloadToken
+         * @description The signed token of a download URL (decision L-05): opaque, binding the row, the key, the stored file and
+         *     its expiry. A token that is altered, unverifiable or cannot even be one answers 403 `invalid download
+         *     signature` (S-03); one past its expiry 403 `download URL expired`; one whose file was deleted or replaced
+         *     since it was signed 404 `the file no longer exists`.
+         */
+        DownloadToken: string;
+        /**
          * ProvisionClaims
          * @description The decoded payload of the `launch_data` JWT sent server to server to the provision URL (decision NS-06).
          *     Signed and verified like a launch token: RS256 with `kid` (NS-12), the JWKS at `/.well-known/jwks.json`
@@ -2369,7 +2383,7 @@ export interface components {
          *     the key, the stored file and its expiry. An altered or unverifiable token answers 403.
          * @example eyJyIjoiY3R4XzdrMm05cTRyOHQxdjV3M3g2eTB6IiwiayI6ImxhYi1yZXBvcnQtd2VlazMucGRmIiwiZSI6MTc5MTgxNDIwMDAwMH0.Xk3vQ9mT2rW7yB1nD6fH0jL4pS8uA5cE3gI9kM2oR6t
          */
-        DownloadToken: string;
+        DownloadToken: components["schemas"]["DownloadToken"];
     };
     requestBodies: never;
     headers: never;
@@ -3955,7 +3969,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": components["schemas"]["ProvisionBody"];
             };
         };
         responses: {
@@ -4023,7 +4037,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": components["schemas"]["ProvisionBody"];
             };
         };
         responses: {

@@ -96,14 +96,14 @@ interface AdmittedUpload {
 }
 
 const DOWNLOAD_MESSAGES = {
-  invalid: 'invalid download signature',
-  expired: 'download URL expired',
-  gone: 'the file no longer exists',
+  invalid: schemas.DownloadToken['x-messages'].invalid,
+  expired: schemas.DownloadToken['x-messages'].expired,
+  gone: schemas.DownloadToken['x-messages'].file_gone,
 } as const;
 
 const UPLOAD_MESSAGES = {
-  invalid: 'invalid upload signature',
-  expired: 'upload form expired',
+  invalid: schemas.UploadForm['x-messages'].invalid,
+  expired: schemas.UploadForm['x-messages'].expired,
 } as const;
 
 export class FileTransfer {

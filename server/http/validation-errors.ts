@@ -118,10 +118,10 @@ export const MAPPING_RULES: readonly MappingRule[] = [
   { kind: 'message', name: 'file body object', ops: isFilePut, path: '/body', status: 422, code: 'invalid_body', message: 'the file request must be a JSON object' },
 
   // Provision PUTs (NS-09).
-  { kind: 'message', name: 'provision body', ops: isProvision, path: '/body/**', status: 422, code: 'invalid_provision_body', message: 'provision body must be empty or a JSON object' },
+  { kind: 'message', name: 'provision body', ops: isProvision, path: '/body/**', status: 422, code: 'invalid_provision_body', message: schemas.ProvisionBody['x-messages'].not_an_object },
 
   // A download token that cannot even be a token is as good as a forged one (S-03).
-  { kind: 'message', name: 'download token', ops: isDownload, path: '/path/download_token', status: 403, code: 'invalid_download_signature', message: 'invalid download signature' },
+  { kind: 'message', name: 'download token', ops: isDownload, path: '/path/download_token', status: 403, code: 'invalid_download_signature', message: schemas.DownloadToken['x-messages'].invalid },
 
   // Path segments the guard let through but the spec refuses name nothing (L-09 pattern).
   { kind: 'message', name: 'path segment', ops: any, path: '/path/*', status: 404, code: 'not_found', message: 'not found' },

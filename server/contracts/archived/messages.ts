@@ -6,6 +6,7 @@
  */
 import { schemas as archived0825 } from '../../../generated/2026-08-25/schemas.js';
 import { schemas as archived0819 } from '../../../generated/2026-08-19/schemas.js';
+import { fillMessage } from '../../../rules/messages.js';
 import { Problem } from '../../http/problem.js';
 import type { MappingRule, ValidationFailure } from '../../http/validation-errors.js';
 import { MAPPING_RULES } from '../../http/validation-errors.js';
@@ -15,32 +16,51 @@ import type { ArchivedVersion } from './version.js';
 // Both archived contracts state the same location types; a spec edit that parts them fails to compile here.
 export const LOCATION_TYPES: typeof archived0819.LocationType.enum = archived0825.LocationType.enum;
 
+// The archived contracts' messages are `x-messages` of their spec elements (decision KIT-23). Where both
+// contracts state a message, they must state it alike, since one table answers for both: a spec edit that
+// parts them fails to compile here. The extid messages exist only in 2026-08-25, `params` and `order` only in
+// 2026-08-19, so those are read from the one contract that has the field.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const app = archived0825.AppUpdate['x-messages'];
+const location = archived0825.LegacyLocation['x-messages'];
+const grade = archived0825.GradeRecord['x-messages'];
+const gradeBody = archived0825.GradeSubmission['x-messages'];
+const extid = { ...archived0825.LocationCreate['x-messages'], ...archived0825.LocationUpdate['x-messages'] };
+const legacyLocationFields = archived0819.LocationCreate['x-messages'];
+const ORDER = archived0819.LocationCreate.properties.order;
+export const SAME_IN_BOTH_CONTRACTS: readonly true[] = [
+  true satisfies Same<typeof app, typeof archived0819.AppUpdate['x-messages']>,
+  true satisfies Same<typeof location, typeof archived0819.LegacyLocation['x-messages']>,
+  true satisfies Same<typeof grade, typeof archived0819.GradeRecord['x-messages']>,
+  true satisfies Same<typeof gradeBody, typeof archived0819.GradeSubmission['x-messages']>,
+  true satisfies Same<(typeof extid)['location_type'], (typeof legacyLocationFields)['location_type']>,
+];
+
 export const ARCHIVED_MESSAGES = {
-  notAnObject: 'the request body must be a JSON object',
-  nameBlank: 'name cannot be blank',
-  notAString: (field: string) => `${field} must be a string`,
-  notHttps: (field: string) => `${field} must be an absolute https:// URL`,
-  notPublic: (field: string) =>
-    `${field} must resolve to a publicly routable host; private, loopback and link-local addresses are refused`,
-  gradesReleased: 'grades_released must be true or false',
-  readOnly: (field: string) => `${field} is read-only`,
-  unknownField: (field: string) => `unknown field: ${field}`,
-  extidRequired: 'extid is required',
-  extidInvalid: "extid must be 1 to 128 characters of letters, digits, '-' or '_'",
-  extidTaken: (extid: string) => `extid ${extid} is already used`,
-  extidPermanent: 'extid is permanent once placed',
-  locationType: `type must be one of [${LOCATION_TYPES.join(', ')}]`,
-  params: 'params must be an object whose values are strings',
-  order: 'order must be an integer',
-  orderRange: 'order must be an integer from -2147483648 to 2147483647',
-  homeLocation: 'the home location cannot be deleted',
-  locationNotFound: 'Location not found',
-  launchIdRequired: 'launch_id is required',
-  launchIdNotAString: 'launch_id must be a string',
-  launchNotFound: 'Launch not found',
-  gradeNotFound: 'Grade not found',
-  notAssessment: "This launch's location is not an assessment (grade passback is only allowed for assessment locations)",
-  noGradePassback: 'Launch has no grade passback (no LMS line item)',
+  notAnObject: app.not_an_object,
+  nameBlank: app.name_blank,
+  notAString: (field: string) => fillMessage(app.not_a_string, { name: field }),
+  notHttps: (field: string) => fillMessage(app.not_https, { name: field }),
+  notPublic: (field: string) => fillMessage(app.not_public, { name: field }),
+  gradesReleased: app.grades_released,
+  readOnly: (field: string) => fillMessage(app.read_only, { name: field }),
+  unknownField: (field: string) => fillMessage(app.unknown_field, { name: field }),
+  extidRequired: extid.extid_required,
+  extidInvalid: extid.extid_invalid,
+  extidTaken: (value: string) => fillMessage(extid.extid_taken, { extid: value }),
+  extidPermanent: extid.extid_permanent,
+  locationType: fillMessage(extid.location_type, { values: LOCATION_TYPES.join(', ') }),
+  params: legacyLocationFields.params,
+  order: legacyLocationFields.order_not_integer,
+  orderRange: fillMessage(legacyLocationFields.order_range, { minimum: ORDER.minimum, maximum: ORDER.maximum }),
+  homeLocation: location.home_location,
+  locationNotFound: location.not_found,
+  launchIdRequired: gradeBody.launch_id_required,
+  launchIdNotAString: gradeBody.launch_id_not_a_string,
+  launchNotFound: gradeBody.launch_not_found,
+  gradeNotFound: grade.not_found,
+  notAssessment: gradeBody.not_assessment,
+  noGradePassback: gradeBody.no_grade_passback,
 } as const;
 
 export const EXTID_PATTERN = new RegExp(archived0825.LocationCreate.properties.extid.pattern);
