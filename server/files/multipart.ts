@@ -7,13 +7,19 @@
 import type { IncomingMessage } from 'node:http';
 import { PassThrough } from 'node:stream';
 import busboy from 'busboy';
+import { schemas } from '../../generated/2026-09-21/schemas.js';
+import { fillMessage } from '../../rules/messages.js';
 import type { BlobOwner, BlobStore, StoredBlob } from './blob-store.js';
 import { BlobSizeMismatchError } from './blob-store.js';
 import { FilesError } from './errors.js';
 
 /** Decision S-03: a 25 MB file and 64 KB of form fields. */
 export const MAX_UPLOAD_FIELDS_BYTES = 65_536;
-export const MAX_UPLOAD_BODY_BYTES = 26_214_400 + MAX_UPLOAD_FIELDS_BYTES;
+const MAX_UPLOAD_FILE_BYTES = 26_214_400;
+export const MAX_UPLOAD_BODY_BYTES = MAX_UPLOAD_FILE_BYTES + MAX_UPLOAD_FIELDS_BYTES;
+
+/** Decision KIT-24: the upload target's answers, as the spec states them on the upload body. */
+const MESSAGES = schemas.UploadFormBody['x-messages'];
 
 export interface ReceiveUploadOptions<T> {
   blobs: BlobStore;
@@ -45,7 +51,7 @@ export function isMultipartFormData(contentType: string | undefined): boolean {
 export function receiveUpload<T>(req: IncomingMessage, options: ReceiveUploadOptions<T>): Promise<ReceivedUpload<T>> {
   const maxBodyBytes = options.maxBodyBytes ?? MAX_UPLOAD_BODY_BYTES;
   if (!isMultipartFormData(req.headers['content-type'])) {
-    return Promise.reject(new FilesError(415, 'unsupported_media_type', 'Content-Type must be multipart/form-data'));
+    return Promise.reject(new FilesError(415, 'unsupported_media_type', MESSAGES.not_multipart));
   }
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > maxBodyBytes) return Promise.reject(tooLarge(maxBodyBytes));
@@ -115,10 +121,10 @@ export function receiveUpload<T>(req: IncomingMessage, options: ReceiveUploadOpt
     req.on('data', count);
 
     req.on('close', () => {
-      if (!req.complete) abort(new FilesError(422, 'upload_incomplete', 'the upload ended before the form was complete'));
+      if (!req.complete) abort(new FilesError(422, 'upload_incomplete', MESSAGES.incomplete));
     });
     req.on('error', () => {
-      abort(new FilesError(422, 'upload_incomplete', 'the upload ended before the form was complete'));
+      abort(new FilesError(422, 'upload_incomplete', MESSAGES.incomplete));
     });
 
     parser.on('field', (name, value) => {
@@ -163,7 +169,7 @@ export function receiveUpload<T>(req: IncomingMessage, options: ReceiveUploadOpt
           stream.unpipe(through);
           stream.resume();
           if (err instanceof BlobSizeMismatchError) {
-            refuse(new FilesError(422, 'upload_size_mismatch', 'uploaded size does not match the signed size'));
+            refuse(new FilesError(422, 'upload_size_mismatch', MESSAGES.size_mismatch));
             return null;
           }
           throw err;
@@ -195,11 +201,11 @@ export function receiveUpload<T>(req: IncomingMessage, options: ReceiveUploadOpt
           } catch (err) {
             if (!(err instanceof FilesError) || err.status !== 422) throw err;
           }
-          throw new FilesError(422, 'upload_file_missing', 'the upload form has no file field');
+          throw new FilesError(422, 'upload_file_missing', MESSAGES.file_missing);
         }
         if (partAfterFile) {
           await discard();
-          throw new FilesError(422, 'upload_file_not_last', 'the file field must be the last field of the upload form');
+          throw new FilesError(422, 'upload_file_not_last', MESSAGES.file_not_last);
         }
         if (!blob || !admitted) throw new Error('upload finished without a stored blob');
         return { admitted: admitted.admitted, blob };
@@ -215,12 +221,16 @@ function tooLarge(maxBodyBytes: number): FilesError {
     413,
     'upload_too_large',
     maxBodyBytes === MAX_UPLOAD_BODY_BYTES
-      ? `upload body exceeds ${MAX_UPLOAD_BODY_BYTES} bytes (a 25 MB file and 64 KB of form fields)`
-      : `upload body exceeds ${maxBodyBytes} bytes`,
+      ? fillMessage(MESSAGES.too_large, {
+          limit: MAX_UPLOAD_BODY_BYTES,
+          file_limit: MAX_UPLOAD_FILE_BYTES,
+          fields_limit: MAX_UPLOAD_FIELDS_BYTES,
+        })
+      : fillMessage(MESSAGES.too_large_limit, { limit: maxBodyBytes }),
   );
 }
 
 function malformed(err: unknown): FilesError {
   const reason = err instanceof Error ? err.message : String(err);
-  return new FilesError(422, 'malformed_upload', `malformed multipart/form-data body: ${reason}`);
+  return new FilesError(422, 'malformed_upload', fillMessage(MESSAGES.malformed, { reason }));
 }
