@@ -30,11 +30,7 @@ import { BlobNotFoundError, BlobSizeMismatchError } from './blob-store.js';
 import { ObjectStoreUnavailableError } from './errors.js';
 import { fileObjectName, isFileObjectName } from './object-keys.js';
 import type { S3Settings } from './s3-settings.js';
-import { isDirectStore } from './direct-store.js';
 import type { ObjectInfo, ObjectsInUse, ObjectSweepOptions, SignedPost, DirectUploadTerms, DirectDownloadTerms, DirectObjectStore } from './direct-store.js';
-
-export { isDirectStore };
-export type { ObjectInfo, ObjectsInUse, ObjectSweepOptions, SignedPost, DirectUploadTerms, DirectDownloadTerms, DirectObjectStore };
 
 export interface S3BlobStoreOptions extends S3Settings {
   /** Another client (tests); default: one built from the settings and the SDK's default credential chain. */
