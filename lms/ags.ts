@@ -22,15 +22,15 @@ function unprocessable(field: string, message: string): LmsError {
 }
 
 /** The course of an AGS URL, when the token's client is the course's tool; 404 otherwise. */
-function courseOfToken(platform: Platform, token: AccessToken, courseId: string): CourseRow {
-  const course = courseOf(platform.db, courseId);
-  const deployment = course ? deploymentOf(platform.db, course.deployment_id) : null;
+async function courseOfToken(platform: Platform, token: AccessToken, courseId: string): Promise<CourseRow> {
+  const course = await courseOf(platform.db, courseId);
+  const deployment = course ? await deploymentOf(platform.db, course.deployment_id) : null;
   if (!course || !deployment || deployment.client_id !== token.clientId) throw new LmsError(404, 'not_found', `course ${courseId} not found`);
   return course;
 }
 
-function itemOfCourse(platform: Platform, course: CourseRow, id: string): LineItemRow {
-  const item = lineItemOf(platform.db, id);
+async function itemOfCourse(platform: Platform, course: CourseRow, id: string): Promise<LineItemRow> {
+  const item = await lineItemOf(platform.db, id);
   if (!item || item.course_id !== course.id) throw new LmsError(404, 'not_found', `line item ${id} not found in course ${course.id}`);
   return item;
 }
@@ -100,16 +100,14 @@ export function parseLineItem(body: unknown): LineItemFields {
   };
 }
 
-export function createLineItem(platform: Platform, courseId: string, fields: LineItemFields): LineItemRow {
-  const id = platform.profile.newLineItemId(platform.db);
-  platform.db
-    .prepare(
-      `INSERT INTO line_items (id, seq, course_id, label, score_maximum, resource_id, resource_link_id, tag, start_date_time, end_date_time, created)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    )
-    .run(
+export async function createLineItem(platform: Platform, courseId: string, fields: LineItemFields): Promise<LineItemRow> {
+  const id = await platform.profile.newLineItemId(platform.db);
+  await platform.db.run(
+    `INSERT INTO lms_line_items (id, seq, course_id, label, score_maximum, resource_id, resource_link_id, tag, start_date_time, end_date_time, created)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [
       id,
-      nextCounter(platform.db, 'line_item_seq'),
+      await nextCounter(platform.db, 'line_item_seq'),
       courseId,
       fields.label,
       fields.scoreMaximum,
@@ -119,8 +117,9 @@ export function createLineItem(platform: Platform, courseId: string, fields: Lin
       fields.startDateTime,
       fields.endDateTime,
       platform.clock.nowMs(),
-    );
-  const item = lineItemOf(platform.db, id);
+    ],
+  );
+  const item = await lineItemOf(platform.db, id);
   if (!item) throw new Error(`line item ${id} vanished`);
   return item;
 }
@@ -174,23 +173,21 @@ function parseScore(body: unknown): ParsedScore {
   };
 }
 
-/** Applies a score: true when the column holds it now, false when it holds one as new or newer. */
-function applyScore(platform: Platform, item: LineItemRow, score: ParsedScore): boolean {
-  return platform.db.transaction(() => {
-    const last = platform.db.prepare('SELECT timestamp_us FROM scores WHERE line_item_id = ? AND sub = ?').get(item.id, score.userId) as
-      | { timestamp_us: number }
-      | undefined;
-    if (last && last.timestamp_us >= score.timestampUs) return false;
-    platform.db
-      .prepare(
-        `INSERT INTO scores (line_item_id, sub, score_given, score_maximum, comment, activity_progress, grading_progress, timestamp, timestamp_us, received)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT(line_item_id, sub) DO UPDATE SET score_given = excluded.score_given, score_maximum = excluded.score_maximum,
-           comment = excluded.comment, activity_progress = excluded.activity_progress, grading_progress = excluded.grading_progress,
-           timestamp = excluded.timestamp, timestamp_us = excluded.timestamp_us, received = excluded.received`,
-      )
-      .run(
-        item.id,
+/**
+ * Applies a score: true when the column holds it now, false when it holds one as new or newer. One
+ * conditional upsert, so processes sharing the store order a column's scores per person by timestamp: of
+ * two racing, the older one finds the newer one there (PostgreSQL makes it wait for the row) and changes nothing.
+ */
+async function applyScore(platform: Platform, item: LineItemRow, score: ParsedScore): Promise<boolean> {
+  const applied = await platform.db.run(
+    `INSERT INTO lms_scores (line_item_id, sub, score_given, score_maximum, comment, activity_progress, grading_progress, timestamp, timestamp_us, received)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (line_item_id, sub) DO UPDATE SET score_given = excluded.score_given, score_maximum = excluded.score_maximum,
+       comment = excluded.comment, activity_progress = excluded.activity_progress, grading_progress = excluded.grading_progress,
+       timestamp = excluded.timestamp, timestamp_us = excluded.timestamp_us, received = excluded.received
+     WHERE lms_scores.timestamp_us < excluded.timestamp_us`,
+    [
+      item.id,
         score.userId,
         score.scoreGiven,
         score.scoreMaximum,
@@ -198,11 +195,11 @@ function applyScore(platform: Platform, item: LineItemRow, score: ParsedScore): 
         score.activityProgress,
         score.gradingProgress,
         score.timestamp,
-        score.timestampUs,
-        platform.clock.nowMs(),
-      );
-    return true;
-  })();
+      score.timestampUs,
+      platform.clock.nowMs(),
+    ],
+  );
+  return applied.changes === 1;
 }
 
 function filterOf(query: URLSearchParams, name: string): string | null {
@@ -219,12 +216,12 @@ export async function handleAgs(
   res: ServerResponse,
   query: URLSearchParams,
 ): Promise<void> {
-  const course = courseOfToken(platform, token, target.courseId);
+  const course = await courseOfToken(platform, token, target.courseId);
   const method = req.method ?? 'GET';
   if (target.lineItemId === null) {
     if (method === 'GET') {
       requireScope(token, AGS_SCOPES.lineItem, AGS_SCOPES.lineItemReadonly);
-      const rows = platform.db.prepare('SELECT * FROM line_items WHERE course_id = ? ORDER BY seq').all(course.id) as LineItemRow[];
+      const rows = await platform.db.all<LineItemRow>('SELECT * FROM lms_line_items WHERE course_id = ? ORDER BY seq', [course.id]);
       const link = filterOf(query, 'resource_link_id');
       const resource = filterOf(query, 'resource_id');
       const tag = filterOf(query, 'tag');
@@ -239,12 +236,12 @@ export async function handleAgs(
     if (method === 'POST') {
       requireScope(token, AGS_SCOPES.lineItem);
       const fields = parseLineItem(await readJson(req, AGS_MEDIA_TYPES.lineItem, 'application/json'));
-      sendJson(res, 201, lineItemJson(platform, createLineItem(platform, course.id, fields)), AGS_MEDIA_TYPES.lineItem);
+      sendJson(res, 201, lineItemJson(platform, await createLineItem(platform, course.id, fields)), AGS_MEDIA_TYPES.lineItem);
       return;
     }
     throw new LmsError(405, 'method_not_allowed', `${method} is not allowed on a line-item container`, { Allow: 'GET, POST' });
   }
-  const item = itemOfCourse(platform, course, target.lineItemId);
+  const item = await itemOfCourse(platform, course, target.lineItemId);
   if (target.scores) {
     if (method !== 'POST') throw new LmsError(405, 'method_not_allowed', `${method} is not allowed on scores`, { Allow: 'POST' });
     requireScope(token, AGS_SCOPES.score);
@@ -252,10 +249,10 @@ export async function handleAgs(
     if (item.refuses_scores_with !== null) {
       throw new LmsError(item.refuses_scores_with, 'score_refused', `the gradebook refuses scores for line item ${item.id}`);
     }
-    if (!enrolmentRoles(platform.db, course.id, score.userId)) {
+    if (!(await enrolmentRoles(platform.db, course.id, score.userId))) {
       throw unprocessable('userId', `userId ${score.userId} is not enrolled in course ${course.id}`);
     }
-    if (!applyScore(platform, item, score)) {
+    if (!(await applyScore(platform, item, score))) {
       throw new LmsError(409, 'conflict', `line item ${item.id} already holds a score for ${score.userId} with a timestamp as new or newer`);
     }
     sendEmpty(res, 204);
@@ -265,7 +262,7 @@ export async function handleAgs(
     if (method !== 'GET') throw new LmsError(405, 'method_not_allowed', `${method} is not allowed on results`, { Allow: 'GET' });
     requireScope(token, AGS_SCOPES.resultReadonly);
     const userFilter = filterOf(query, 'user_id');
-    const rows = platform.db.prepare('SELECT * FROM scores WHERE line_item_id = ? ORDER BY sub').all(item.id) as ScoreRow[];
+    const rows = await platform.db.all<ScoreRow>('SELECT * FROM lms_scores WHERE line_item_id = ? ORDER BY sub', [item.id]);
     const lineItemUrl = urlOf(platform, platform.profile.lineItemPath(course.id, item.id));
     const results = rows
       .filter((r) => userFilter === null || r.sub === userFilter)
@@ -288,18 +285,24 @@ export async function handleAgs(
     requireScope(token, AGS_SCOPES.lineItem);
     const fields = parseLineItem(await readJson(req, AGS_MEDIA_TYPES.lineItem, 'application/json'));
     // The resource link stays: it names the placement the column belongs to.
-    platform.db
-      .prepare('UPDATE line_items SET label = ?, score_maximum = ?, resource_id = ?, tag = ?, start_date_time = ?, end_date_time = ? WHERE id = ?')
-      .run(fields.label, fields.scoreMaximum, fields.resourceId, fields.tag, fields.startDateTime, fields.endDateTime, item.id);
-    sendJson(res, 200, lineItemJson(platform, lineItemOf(platform.db, item.id) ?? item), AGS_MEDIA_TYPES.lineItem);
+    await platform.db.run('UPDATE lms_line_items SET label = ?, score_maximum = ?, resource_id = ?, tag = ?, start_date_time = ?, end_date_time = ? WHERE id = ?', [
+      fields.label,
+      fields.scoreMaximum,
+      fields.resourceId,
+      fields.tag,
+      fields.startDateTime,
+      fields.endDateTime,
+      item.id,
+    ]);
+    sendJson(res, 200, lineItemJson(platform, (await lineItemOf(platform.db, item.id)) ?? item), AGS_MEDIA_TYPES.lineItem);
     return;
   }
   if (method === 'DELETE') {
     requireScope(token, AGS_SCOPES.lineItem);
-    platform.db.transaction(() => {
-      platform.db.prepare('DELETE FROM scores WHERE line_item_id = ?').run(item.id);
-      platform.db.prepare('DELETE FROM line_items WHERE id = ?').run(item.id);
-    })();
+    await platform.db.transaction(async (tx) => {
+      await tx.run('DELETE FROM lms_scores WHERE line_item_id = ?', [item.id]);
+      await tx.run('DELETE FROM lms_line_items WHERE id = ?', [item.id]);
+    });
     sendEmpty(res, 204);
     return;
   }

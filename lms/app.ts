@@ -22,17 +22,19 @@ import { PATHS } from './platform.js';
 import type { LmsProfileName } from './profiles.js';
 import { PROFILES } from './profiles.js';
 import { openidConfiguration, registerClient, registrationPage } from './registration.js';
-import type { LmsDatabase } from './store.js';
-import { openLmsDatabase } from './store.js';
+import type { LmsStore, LmsStoreLocation } from './store.js';
+import { openLmsStore } from './store.js';
 import { accessTokenOf, issueToken } from './token.js';
 
 export interface ReferenceLmsOptions {
   /** The LMS's URL (its issuer), with the path it is mounted at, if any. */
   issuer: string;
-  /** SQLite file, or `:memory:` (the default). */
+  /** SQLite file, or `:memory:` (the default); `store` names a PostgreSQL database instead. */
   dbFile?: string;
+  /** Where the store is, when not `dbFile`: on PostgreSQL, every LMS on one schema is one LMS (LTI-80). */
+  store?: LmsStoreLocation;
   profile?: LmsProfileName;
-  /** The control token; made at random when not given. */
+  /** The control token; made at random when not given. Never stored: each process has its own. */
   controlToken?: string;
   clock?: LmsClock;
   fetch?: LmsFetch;
@@ -46,7 +48,7 @@ export interface ReferenceLms {
   readonly controlToken: string;
   /** Answers one request; false when its path is not under the issuer's path (the caller answers it). */
   handle(req: IncomingMessage, res: ServerResponse): Promise<boolean>;
-  close(): void;
+  close(): Promise<void>;
 }
 
 const systemClock: LmsClock = { nowMs: () => Date.now() };
@@ -55,10 +57,15 @@ export async function createReferenceLms(options: ReferenceLmsOptions): Promise<
   const issuerUrl = new URL(options.issuer);
   const issuer = `${issuerUrl.origin}${issuerUrl.pathname.replace(/\/+$/, '')}`;
   const basePath = new URL(issuer).pathname.replace(/\/+$/, '');
-  const db: LmsDatabase = openLmsDatabase(options.dbFile ?? ':memory:');
+  const db: LmsStore = await openLmsStore(options.store ?? { file: options.dbFile ?? ':memory:' });
   const clock = options.clock ?? systemClock;
   const keys = new PlatformKeys(db);
-  await keys.init(clock.nowMs());
+  try {
+    await keys.init(clock.nowMs());
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
   const platform: Platform = {
     db,
     keys,
@@ -73,9 +80,9 @@ export async function createReferenceLms(options: ReferenceLmsOptions): Promise<
   async function route(req: IncomingMessage, res: ServerResponse, path: string, query: URLSearchParams): Promise<void> {
     const method = req.method ?? 'GET';
     if (path === PATHS.openidConfiguration && method === 'GET') return sendJson(res, 200, openidConfiguration(platform));
-    if (path === PATHS.jwks && method === 'GET') return sendJson(res, 200, keys.jwks(), 'application/json', { 'Cache-Control': 'max-age=300' });
+    if (path === PATHS.jwks && method === 'GET') return sendJson(res, 200, await keys.jwks(), 'application/json', { 'Cache-Control': 'max-age=300' });
     if (path === PATHS.registration && method === 'POST') return registerClient(platform, req, res);
-    if (path === PATHS.registrationPage && method === 'GET') return registrationPage(platform, res, query);
+    if (path === PATHS.registrationPage && method === 'GET') return await registrationPage(platform, res, query);
     if (path === PATHS.authorization && method === 'GET') return authorize(platform, res, singleValues(query));
     if (path === PATHS.authorization && method === 'POST') return authorize(platform, res, await readForm(req));
     if (path === PATHS.token && method === 'POST') {
@@ -83,11 +90,11 @@ export async function createReferenceLms(options: ReferenceLmsOptions): Promise<
       return sendJson(res, answer.status, answer.body, 'application/json', { Pragma: 'no-cache' });
     }
     if (path === PATHS.deepLinkingReturn && method === 'POST') return deepLinkingReturn(platform, req, res);
-    if (path.startsWith(PATHS.launch) && method === 'GET') return startLaunch(platform, res, path.slice(PATHS.launch.length), query.get('frame') === '1');
+    if (path.startsWith(PATHS.launch) && method === 'GET') return await startLaunch(platform, res, path.slice(PATHS.launch.length), query.get('frame') === '1');
     if (path === PATHS.platformStorage && method === 'GET') return platformStorageFrame(res);
     if (path === '/controls' || path.startsWith('/controls/')) return handleControl(platform, req, res, path.slice('/controls'.length));
     const ags = platform.profile.parseAgsPath(path);
-    if (ags) return handleAgs(platform, accessTokenOf(platform, req), ags, req, res, query);
+    if (ags) return handleAgs(platform, await accessTokenOf(platform, req), ags, req, res, query);
     throw new LmsError(404, 'not_found', `no such page: ${path}`);
   }
 
@@ -116,7 +123,7 @@ export async function createReferenceLms(options: ReferenceLmsOptions): Promise<
       return true;
     },
     close() {
-      db.close();
+      return db.close();
     },
   };
 }
@@ -163,7 +170,7 @@ export async function startReferenceLms(options: Omit<ReferenceLmsOptions, 'issu
     async stop() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      running.close();
+      await running.close();
     },
   };
 }

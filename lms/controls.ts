@@ -57,8 +57,8 @@ function positiveInteger(b: Record<string, unknown>, name: string, fallback: num
   return value;
 }
 
-function requireRegistration(platform: Platform, clientId: string): RegistrationRow {
-  const row = registrationOf(platform.db, clientId);
+async function requireRegistration(platform: Platform, clientId: string): Promise<RegistrationRow> {
+  const row = await registrationOf(platform.db, clientId);
   if (!row) throw new LmsError(404, 'not_found', `client ${clientId} not registered`);
   return row;
 }
@@ -71,28 +71,30 @@ const ROUTES: [string, RegExp, Route][] = [
     /^\/registrations\/initiate$/,
     async (p, req, res) => {
       const b = await body(req);
-      sendJson(res, 201, initiateRegistration(p, stringField(b, 'tool_url', true)));
+      sendJson(res, 201, await initiateRegistration(p, stringField(b, 'tool_url', true)));
     },
   ],
   [
     'GET',
     /^\/registrations$/,
-    (p, _req, res) => {
-      const rows = p.db.prepare('SELECT * FROM registrations ORDER BY created, client_id').all() as RegistrationRow[];
-      sendJson(res, 200, { registrations: rows.map((r) => registrationJson(p, r)) });
+    async (p, _req, res) => {
+      const rows = await p.db.all<RegistrationRow>('SELECT * FROM lms_registrations ORDER BY created, client_id');
+      const registrations: Record<string, unknown>[] = [];
+      for (const row of rows) registrations.push(await registrationJson(p, row));
+      sendJson(res, 200, { registrations });
     },
   ],
-  ['GET', /^\/registrations\/([^/]+)$/, (p, _req, res, m) => sendJson(res, 200, registrationJson(p, requireRegistration(p, decodeURIComponent(m[1] ?? ''))))],
+  ['GET', /^\/registrations\/([^/]+)$/, async (p, _req, res, m) => sendJson(res, 200, await registrationJson(p, await requireRegistration(p, decodeURIComponent(m[1] ?? ''))))],
   [
     // The developer key's scopes: `grants_line_item_scope: false` is the key without the line-item scope.
     'PATCH',
     /^\/registrations\/([^/]+)$/,
     async (p, req, res, m) => {
-      const row = requireRegistration(p, decodeURIComponent(m[1] ?? ''));
+      const row = await requireRegistration(p, decodeURIComponent(m[1] ?? ''));
       const b = await body(req);
       const grants = optionalBoolean(b, 'grants_line_item_scope', row.grants_line_item_scope === 1);
-      p.db.prepare('UPDATE registrations SET grants_line_item_scope = ? WHERE client_id = ?').run(grants ? 1 : 0, row.client_id);
-      sendJson(res, 200, registrationJson(p, requireRegistration(p, row.client_id)));
+      await p.db.run('UPDATE lms_registrations SET grants_line_item_scope = ? WHERE client_id = ?', [grants ? 1 : 0, row.client_id]);
+      sendJson(res, 200, await registrationJson(p, await requireRegistration(p, row.client_id)));
     },
   ],
   [
@@ -101,7 +103,7 @@ const ROUTES: [string, RegExp, Route][] = [
     /^\/deployments$/,
     async (p, req, res) => {
       const b = await body(req);
-      const d = createDeployment(p, stringField(b, 'client_id', true), stringField(b, 'title') ?? 'School', stringField(b, 'deployment_id'));
+      const d = await createDeployment(p, stringField(b, 'client_id', true), stringField(b, 'title') ?? 'School', stringField(b, 'deployment_id'));
       sendJson(res, 201, { deployment_id: d.deployment_id, client_id: d.client_id, title: d.title });
     },
   ],
@@ -111,7 +113,7 @@ const ROUTES: [string, RegExp, Route][] = [
     async (p, req, res) => {
       const b = await body(req);
       const sub = stringField(b, 'sub');
-      const user = createUser(p, {
+      const user = await createUser(p, {
         ...(sub !== undefined ? { sub } : {}),
         given_name: stringField(b, 'given_name', true),
         family_name: stringField(b, 'family_name', true),
@@ -126,16 +128,16 @@ const ROUTES: [string, RegExp, Route][] = [
     async (p, req, res) => {
       const b = await body(req);
       const id = stringField(b, 'id');
-      const course = createCourse(p, {
+      const course = await createCourse(p, {
         ...(id !== undefined ? { id } : {}),
         deployment_id: stringField(b, 'deployment_id', true),
         title: stringField(b, 'title', true),
         label: stringField(b, 'label', true),
       });
-      sendJson(res, 201, courseJson(p, course));
+      sendJson(res, 201, await courseJson(p, course));
     },
   ],
-  ['GET', /^\/courses\/([^/]+)$/, (p, _req, res, m) => sendJson(res, 200, courseJson(p, requireCourse(p, decodeURIComponent(m[1] ?? ''))))],
+  ['GET', /^\/courses\/([^/]+)$/, async (p, _req, res, m) => sendJson(res, 200, await courseJson(p, await requireCourse(p, decodeURIComponent(m[1] ?? ''))))],
   [
     // Rename and re-term.
     'PATCH',
@@ -144,8 +146,8 @@ const ROUTES: [string, RegExp, Route][] = [
       const b = await body(req);
       const title = stringField(b, 'title');
       const label = stringField(b, 'label');
-      const course = updateCourse(p, decodeURIComponent(m[1] ?? ''), { ...(title !== undefined ? { title } : {}), ...(label !== undefined ? { label } : {}) });
-      sendJson(res, 200, courseJson(p, course));
+      const course = await updateCourse(p, decodeURIComponent(m[1] ?? ''), { ...(title !== undefined ? { title } : {}), ...(label !== undefined ? { label } : {}) });
+      sendJson(res, 200, await courseJson(p, course));
     },
   ],
   [
@@ -157,7 +159,7 @@ const ROUTES: [string, RegExp, Route][] = [
       const label = stringField(b, 'label');
       const deployment = stringField(b, 'deployment_id');
       const id = stringField(b, 'id');
-      const copy = copyCourse(p, decodeURIComponent(m[1] ?? ''), {
+      const copy = await copyCourse(p, decodeURIComponent(m[1] ?? ''), {
         ...(id !== undefined ? { id } : {}),
         ...(title !== undefined ? { title } : {}),
         ...(label !== undefined ? { label } : {}),
@@ -165,7 +167,7 @@ const ROUTES: [string, RegExp, Route][] = [
         with_links: optionalBoolean(b, 'with_links', true),
         with_enrolments: optionalBoolean(b, 'with_enrolments', false),
       });
-      sendJson(res, 201, courseJson(p, copy));
+      sendJson(res, 201, await courseJson(p, copy));
     },
   ],
   [
@@ -175,15 +177,15 @@ const ROUTES: [string, RegExp, Route][] = [
       const b = await body(req);
       const roles = b['roles'];
       if (!Array.isArray(roles) || roles.some((r) => typeof r !== 'string')) throw new LmsError(400, 'invalid_request', 'roles must be an array of strings');
-      enrol(p, decodeURIComponent(m[1] ?? ''), decodeURIComponent(m[2] ?? ''), roles as string[]);
+      await enrol(p, decodeURIComponent(m[1] ?? ''), decodeURIComponent(m[2] ?? ''), roles as string[]);
       sendEmpty(res, 204);
     },
   ],
   [
     'DELETE',
     /^\/courses\/([^/]+)\/enrolments\/([^/]+)$/,
-    (p, _req, res, m) => {
-      unenrol(p, decodeURIComponent(m[1] ?? ''), decodeURIComponent(m[2] ?? ''));
+    async (p, _req, res, m) => {
+      await unenrol(p, decodeURIComponent(m[1] ?? ''), decodeURIComponent(m[2] ?? ''));
       sendEmpty(res, 204);
     },
   ],
@@ -203,7 +205,7 @@ const ROUTES: [string, RegExp, Route][] = [
         if (typeof max !== 'number' || !Number.isFinite(max) || max <= 0) throw new LmsError(400, 'invalid_request', 'line_item.score_maximum must be greater than 0');
         lineItem = { label: stringField(li, 'label') ?? stringField(b, 'title', true), scoreMaximum: max, resourceId: stringField(li, 'resource_id') ?? null, tag: stringField(li, 'tag') ?? null };
       }
-      const json = placeResourceLink(p, decodeURIComponent(m[1] ?? ''), {
+      const json = await placeResourceLink(p, decodeURIComponent(m[1] ?? ''), {
         title: stringField(b, 'title', true),
         url: stringField(b, 'url') ?? null,
         custom: custom as Record<string, string>,
@@ -212,22 +214,22 @@ const ROUTES: [string, RegExp, Route][] = [
       sendJson(res, 201, json);
     },
   ],
-  ['GET', /^\/courses\/([^/]+)\/gradebook$/, (p, _req, res, m) => sendJson(res, 200, gradebookJson(p, decodeURIComponent(m[1] ?? '')))],
+  ['GET', /^\/courses\/([^/]+)\/gradebook$/, async (p, _req, res, m) => sendJson(res, 200, await gradebookJson(p, decodeURIComponent(m[1] ?? '')))],
   [
     'DELETE',
     /^\/courses\/([^/]+)\/scores$/,
-    (p, _req, res, m) => {
-      clearScores(p, decodeURIComponent(m[1] ?? ''));
+    async (p, _req, res, m) => {
+      await clearScores(p, decodeURIComponent(m[1] ?? ''));
       sendEmpty(res, 204);
     },
   ],
   [
     'GET',
     /^\/links\/([^/]+)$/,
-    (p, _req, res, m) => {
-      const link = resourceLinkOf(p.db, decodeURIComponent(m[1] ?? ''));
+    async (p, _req, res, m) => {
+      const link = await resourceLinkOf(p.db, decodeURIComponent(m[1] ?? ''));
       if (!link) throw new LmsError(404, 'not_found', `resource link ${m[1] ?? ''} not found`);
-      sendJson(res, 200, resourceLinkJson(p, link));
+      sendJson(res, 200, await resourceLinkJson(p, link));
     },
   ],
   [
@@ -238,7 +240,7 @@ const ROUTES: [string, RegExp, Route][] = [
       const b = await body(req);
       const status = b['refuses_scores_with'];
       if (status !== null && typeof status !== 'number') throw new LmsError(400, 'invalid_request', 'refuses_scores_with must be an HTTP status or null');
-      sendJson(res, 200, setRefusal(p, decodeURIComponent(m[1] ?? ''), status));
+      sendJson(res, 200, await setRefusal(p, decodeURIComponent(m[1] ?? ''), status));
     },
   ],
   [
@@ -247,7 +249,7 @@ const ROUTES: [string, RegExp, Route][] = [
     async (p, req, res) => {
       const b = await body(req);
       const returnUrl = stringField(b, 'return_url');
-      const launch = issueResourceLinkLaunch(p, {
+      const launch = await issueResourceLinkLaunch(p, {
         resourceLinkId: stringField(b, 'resource_link_id', true),
         sub: stringField(b, 'sub', true),
         ...(returnUrl !== undefined ? { returnUrl } : {}),
@@ -261,7 +263,7 @@ const ROUTES: [string, RegExp, Route][] = [
     async (p, req, res) => {
       const b = await body(req);
       const returnUrl = stringField(b, 'return_url');
-      const launch = issueDeepLinkingLaunch(p, {
+      const launch = await issueDeepLinkingLaunch(p, {
         courseId: stringField(b, 'course_id', true),
         sub: stringField(b, 'sub', true),
         ...(returnUrl !== undefined ? { returnUrl } : {}),
@@ -269,30 +271,30 @@ const ROUTES: [string, RegExp, Route][] = [
       sendJson(res, 201, launch);
     },
   ],
-  ['GET', /^\/settings$/, (p, _req, res) => sendJson(res, 200, settingsOf(p))],
+  ['GET', /^\/settings$/, async (p, _req, res) => sendJson(res, 200, await settingsOf(p))],
   [
     // Short token lifetimes.
     'PATCH',
     /^\/settings$/,
     async (p, req, res) => {
       const b = await body(req);
-      const now = settingsOf(p);
+      const now = await settingsOf(p);
       const next: LmsSettings = {
         access_token_ttl_seconds: positiveInteger(b, 'access_token_ttl_seconds', now.access_token_ttl_seconds),
         id_token_ttl_seconds: positiveInteger(b, 'id_token_ttl_seconds', now.id_token_ttl_seconds),
         launch_ttl_seconds: positiveInteger(b, 'launch_ttl_seconds', now.launch_ttl_seconds),
         platform_storage: optionalBoolean(b, 'platform_storage', now.platform_storage),
       };
-      putSettings(p, next);
+      await putSettings(p, next);
       sendJson(res, 200, next);
     },
   ],
   [
     'DELETE',
     /^\/settings$/,
-    (p, _req, res) => {
-      putSettings(p, { ...DEFAULT_SETTINGS });
-      sendJson(res, 200, settingsOf(p));
+    async (p, _req, res) => {
+      await putSettings(p, { ...DEFAULT_SETTINGS });
+      sendJson(res, 200, await settingsOf(p));
     },
   ],
   [

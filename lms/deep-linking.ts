@@ -39,7 +39,7 @@ async function verifyResponse(platform: Platform, jwt: string): Promise<JWTPaylo
   } catch {
     throw refused('JWT is not a JWT');
   }
-  const registration = typeof clientId === 'string' ? registrationOf(platform.db, clientId) : null;
+  const registration = typeof clientId === 'string' ? await registrationOf(platform.db, clientId) : null;
   if (!registration) throw refused('the response iss is not a registered client');
   try {
     const keys = await toolKeys(platform, registration, kid);
@@ -66,15 +66,17 @@ export async function deepLinkingReturn(platform: Platform, req: IncomingMessage
   if (payload[`${LTI_CLAIM}version`] !== '1.3.0') throw refused('version must be 1.3.0');
   const data = payload[`${DL_CLAIM}data`];
   if (typeof data !== 'string') throw refused('data must echo the request’s data');
-  const request = platform.db.prepare('SELECT * FROM deep_link_requests WHERE data = ?').get(data) as DeepLinkRequestRow | undefined;
+  const request = await platform.db.get<DeepLinkRequestRow>('SELECT * FROM lms_deep_link_requests WHERE data = ?', [data]);
   if (!request || request.client_id !== payload.iss || request.expires <= platform.clock.nowMs()) {
     throw refused('data names no open Deep Linking request of this client');
   }
   if (payload[`${LTI_CLAIM}deployment_id`] !== request.deployment_id) throw refused('deployment_id is not the request’s');
   const items = payload[`${DL_CLAIM}content_items`] ?? [];
   if (!Array.isArray(items)) throw refused('content_items must be an array');
-  const made = platform.db.transaction(() => {
-    const taken = platform.db.prepare('UPDATE deep_link_requests SET answered = 1 WHERE data = ? AND answered = 0').run(data);
+  const made = await platform.db.transaction(async (db) => {
+    const tx: Platform = { ...platform, db };
+    // Answered once, whichever process answers: a racing answer waits for this row and finds it answered.
+    const taken = await db.run('UPDATE lms_deep_link_requests SET answered = 1 WHERE data = ? AND answered = 0', [data]);
     if (taken.changes !== 1) throw refused('this Deep Linking request was answered already');
     const out: Record<string, unknown>[] = [];
     for (const item of items) {
@@ -83,13 +85,13 @@ export async function deepLinkingReturn(platform: Platform, req: IncomingMessage
       const url = typeof item['url'] === 'string' ? item['url'] : null;
       const custom = isObject(item['custom']) ? item['custom'] : {};
       if (Object.values(custom).some((v) => typeof v !== 'string')) throw refused('custom values must be strings');
-      const link = createResourceLink(platform, request.course_id, { title, url, custom: custom as Record<string, string> });
+      const link = await createResourceLink(tx, request.course_id, { title, url, custom: custom as Record<string, string> });
       const entry: Record<string, unknown> = { resource_link_id: link.id, title, url };
       const lineItem = item['lineItem'];
       if (isObject(lineItem)) {
         const max = lineItem['scoreMaximum'];
         if (typeof max !== 'number' || !Number.isFinite(max) || max <= 0) throw refused('lineItem.scoreMaximum must be greater than 0');
-        const created = createLineItem(platform, request.course_id, {
+        const created = await createLineItem(tx, request.course_id, {
           label: typeof lineItem['label'] === 'string' && lineItem['label'] !== '' ? lineItem['label'] : title,
           scoreMaximum: max,
           resourceId: typeof lineItem['resourceId'] === 'string' ? lineItem['resourceId'] : null,
@@ -103,7 +105,7 @@ export async function deepLinkingReturn(platform: Platform, req: IncomingMessage
       out.push(entry);
     }
     return out;
-  })();
+  });
   const msg = typeof payload[`${DL_CLAIM}msg`] === 'string' ? (payload[`${DL_CLAIM}msg`] as string) : null;
   const errormsg = typeof payload[`${DL_CLAIM}errormsg`] === 'string' ? (payload[`${DL_CLAIM}errormsg`] as string) : null;
   if ((req.headers.accept ?? '').includes('application/json')) {

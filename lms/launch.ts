@@ -18,39 +18,51 @@ export interface IssuedLaunch {
   expires: string;
 }
 
-function registrationOfCourse(platform: Platform, course: CourseRow): { registration: RegistrationRow; deploymentId: string } {
-  const deployment = deploymentOf(platform.db, course.deployment_id);
-  const registration = deployment ? registrationOf(platform.db, deployment.client_id) : null;
+async function registrationOfCourse(platform: Platform, course: CourseRow): Promise<{ registration: RegistrationRow; deploymentId: string }> {
+  const deployment = await deploymentOf(platform.db, course.deployment_id);
+  const registration = deployment ? await registrationOf(platform.db, deployment.client_id) : null;
   if (!deployment || !registration) throw new LmsError(409, 'invalid_request', `course ${course.id} has no tool deployment`);
   return { registration, deploymentId: deployment.deployment_id };
 }
 
-function enrolledUser(platform: Platform, course: CourseRow, sub: string): UserRow {
-  const user = userOf(platform.db, sub);
+async function enrolledUser(platform: Platform, course: CourseRow, sub: string): Promise<UserRow> {
+  const user = await userOf(platform.db, sub);
   if (!user) throw new LmsError(404, 'not_found', `user ${sub} not found`);
-  if (!enrolmentRoles(platform.db, course.id, sub)) throw new LmsError(403, 'not_enrolled', `user ${sub} is not enrolled in course ${course.id}`);
+  if (!(await enrolmentRoles(platform.db, course.id, sub))) throw new LmsError(403, 'not_enrolled', `user ${sub} is not enrolled in course ${course.id}`);
   return user;
 }
 
-function storeMessage(platform: Platform, message: Omit<MessageRow, 'hint' | 'expires'>): IssuedLaunch {
+async function storeMessage(platform: Platform, message: Omit<MessageRow, 'hint' | 'expires'>): Promise<IssuedLaunch> {
   const hint = randomBytes(32).toString('base64url');
-  const expires = platform.clock.nowMs() + settingsOf(platform).launch_ttl_seconds * 1000;
-  platform.db
-    .prepare(
-      `INSERT INTO messages (hint, kind, client_id, deployment_id, course_id, resource_link_id, sub, target_link_uri, storage_target, return_url, data, expires)
-       VALUES (@hint, @kind, @client_id, @deployment_id, @course_id, @resource_link_id, @sub, @target_link_uri, @storage_target, @return_url, @data, @expires)`,
-    )
-    .run({ ...message, hint, expires });
+  const expires = platform.clock.nowMs() + (await settingsOf(platform)).launch_ttl_seconds * 1000;
+  await platform.db.run(
+    `INSERT INTO lms_messages (hint, kind, client_id, deployment_id, course_id, resource_link_id, sub, target_link_uri, storage_target, return_url, data, expires)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [
+      hint,
+      message.kind,
+      message.client_id,
+      message.deployment_id,
+      message.course_id,
+      message.resource_link_id,
+      message.sub,
+      message.target_link_uri,
+      message.storage_target,
+      message.return_url,
+      message.data,
+      expires,
+    ],
+  );
   return { url: urlOf(platform, `${PATHS.launch}${hint}`), expires: new Date(expires).toISOString() };
 }
 
 /** A resource link launch for one enrolled person. */
-export function issueResourceLinkLaunch(platform: Platform, input: { resourceLinkId: string; sub: string; returnUrl?: string }): IssuedLaunch {
-  const link = resourceLinkOf(platform.db, input.resourceLinkId);
-  const course = link ? courseOf(platform.db, link.course_id) : null;
+export async function issueResourceLinkLaunch(platform: Platform, input: { resourceLinkId: string; sub: string; returnUrl?: string }): Promise<IssuedLaunch> {
+  const link = await resourceLinkOf(platform.db, input.resourceLinkId);
+  const course = link ? await courseOf(platform.db, link.course_id) : null;
   if (!link || !course) throw new LmsError(404, 'not_found', `resource link ${input.resourceLinkId} not found`);
-  enrolledUser(platform, course, input.sub);
-  const { registration, deploymentId } = registrationOfCourse(platform, course);
+  await enrolledUser(platform, course, input.sub);
+  const { registration, deploymentId } = await registrationOfCourse(platform, course);
   return storeMessage(platform, {
     kind: 'LtiResourceLinkRequest',
     client_id: registration.client_id,
@@ -59,18 +71,18 @@ export function issueResourceLinkLaunch(platform: Platform, input: { resourceLin
     resource_link_id: link.id,
     sub: input.sub,
     target_link_uri: link.url ?? registration.target_link_uri,
-    storage_target: storageTargetOf(platform),
+    storage_target: await storageTargetOf(platform),
     return_url: input.returnUrl ?? null,
     data: null,
   });
 }
 
 /** A Deep Linking request in a course, for one enrolled person (an instructor, usually). */
-export function issueDeepLinkingLaunch(platform: Platform, input: { courseId: string; sub: string; returnUrl?: string }): IssuedLaunch {
-  const course = courseOf(platform.db, input.courseId);
+export async function issueDeepLinkingLaunch(platform: Platform, input: { courseId: string; sub: string; returnUrl?: string }): Promise<IssuedLaunch> {
+  const course = await courseOf(platform.db, input.courseId);
   if (!course) throw new LmsError(404, 'not_found', `course ${input.courseId} not found`);
-  enrolledUser(platform, course, input.sub);
-  const { registration, deploymentId } = registrationOfCourse(platform, course);
+  await enrolledUser(platform, course, input.sub);
+  const { registration, deploymentId } = await registrationOfCourse(platform, course);
   const messages = JSON.parse(registration.messages) as { type: string; target_link_uri?: string }[];
   const dl = messages.find((m) => m.type === 'LtiDeepLinkingRequest');
   if (!dl) throw new LmsError(409, 'invalid_request', `the tool of client ${registration.client_id} did not register LtiDeepLinkingRequest`);
@@ -82,14 +94,14 @@ export function issueDeepLinkingLaunch(platform: Platform, input: { courseId: st
     resource_link_id: null,
     sub: input.sub,
     target_link_uri: dl.target_link_uri ?? registration.target_link_uri,
-    storage_target: storageTargetOf(platform),
+    storage_target: await storageTargetOf(platform),
     return_url: input.returnUrl ?? null,
     data: randomBytes(24).toString('base64url'),
   });
 }
 
-function storageTargetOf(platform: Platform): string | null {
-  return settingsOf(platform).platform_storage ? platform.profile.storageTarget : null;
+async function storageTargetOf(platform: Platform): Promise<string | null> {
+  return (await settingsOf(platform)).platform_storage ? platform.profile.storageTarget : null;
 }
 
 /**
@@ -111,8 +123,8 @@ export function platformStorageFrame(res: ServerResponse): void {
   sendHtml(res, 200, 'Platform storage', `<script>${STORAGE_SCRIPT}</script>`);
 }
 
-function liveMessage(platform: Platform, hint: string): MessageRow | null {
-  const row = platform.db.prepare('SELECT * FROM messages WHERE hint = ?').get(hint) as MessageRow | undefined;
+async function liveMessage(platform: Platform, hint: string): Promise<MessageRow | null> {
+  const row = await platform.db.get<MessageRow>('SELECT * FROM lms_messages WHERE hint = ?', [hint]);
   return row && row.expires > platform.clock.nowMs() ? row : null;
 }
 
@@ -121,9 +133,9 @@ function liveMessage(platform: Platform, hint: string): MessageRow | null {
  * launch offering platform storage first answers the LMS's page with the tool in a frame (`?frame=1` is
  * that frame's own request), as LMSes that offer it open tools.
  */
-export function startLaunch(platform: Platform, res: ServerResponse, hint: string, framed = false): void {
-  const message = liveMessage(platform, hint);
-  const registration = message ? registrationOf(platform.db, message.client_id) : null;
+export async function startLaunch(platform: Platform, res: ServerResponse, hint: string, framed = false): Promise<void> {
+  const message = await liveMessage(platform, hint);
+  const registration = message ? await registrationOf(platform.db, message.client_id) : null;
   if (!message || !registration) {
     sendHtml(res, 404, 'Launch not found', '<h1>Launch not found</h1><p>This launch link is unknown, used or expired.</p>');
     return;
@@ -163,7 +175,7 @@ export type AuthParams = Record<string, string>;
  */
 export async function authorize(platform: Platform, res: ServerResponse, params: AuthParams): Promise<void> {
   const clientId = params['client_id'] ?? '';
-  const registration = clientId ? registrationOf(platform.db, clientId) : null;
+  const registration = clientId ? await registrationOf(platform.db, clientId) : null;
   const redirectUri = params['redirect_uri'] ?? '';
   if (!registration) {
     sendHtml(res, 400, 'Launch refused', `<h1>Launch refused</h1><p>${escapeHtml(clientId ? `client_id ${clientId} is not registered` : 'client_id is required')}</p>`);
@@ -184,11 +196,11 @@ export async function authorize(platform: Platform, res: ServerResponse, params:
   if (params['prompt'] !== 'none') return refuse('invalid_request', 'prompt must be none');
   const nonce = params['nonce'];
   if (!nonce) return refuse('invalid_request', 'nonce is required');
-  const message = liveMessage(platform, params['lti_message_hint'] ?? '');
+  const message = await liveMessage(platform, params['lti_message_hint'] ?? '');
   if (!message || message.client_id !== clientId) return refuse('invalid_request', 'lti_message_hint is unknown, used or expired');
   if (params['login_hint'] !== message.sub) return refuse('login_required', 'login_hint does not name the person of this launch');
-  // Single use: a replayed authentication request finds no message.
-  const taken = platform.db.prepare('DELETE FROM messages WHERE hint = ?').run(message.hint);
+  // Single use, whichever process answers: of racing authentication requests one deletes the message.
+  const taken = await platform.db.run('DELETE FROM lms_messages WHERE hint = ?', [message.hint]);
   if (taken.changes !== 1) return refuse('invalid_request', 'lti_message_hint is unknown, used or expired');
 
   const idToken = await platform.keys.sign(await launchClaims(platform, registration, message, nonce));
@@ -208,14 +220,14 @@ function resolveVariables(template: Record<string, string>, values: Record<strin
 
 /** The id_token's claims for one message (LTI Core 1.3 §5.3, AGS §3.1, Deep Linking §4.4). */
 async function launchClaims(platform: Platform, registration: RegistrationRow, message: MessageRow, nonce: string): Promise<Record<string, unknown>> {
-  const course = courseOf(platform.db, message.course_id);
-  const user = userOf(platform.db, message.sub);
+  const course = await courseOf(platform.db, message.course_id);
+  const user = await userOf(platform.db, message.sub);
   if (!course || !user) throw new LmsError(409, 'invalid_request', 'the course or person of this launch is gone');
-  const link: ResourceLinkRow | null = message.resource_link_id ? resourceLinkOf(platform.db, message.resource_link_id) : null;
-  const roles = enrolmentRoles(platform.db, course.id, user.sub) ?? [];
+  const link: ResourceLinkRow | null = message.resource_link_id ? await resourceLinkOf(platform.db, message.resource_link_id) : null;
+  const roles = (await enrolmentRoles(platform.db, course.id, user.sub)) ?? [];
   const history = JSON.parse(course.history) as string[];
   const nowS = Math.floor(platform.clock.nowMs() / 1000);
-  const settings = settingsOf(platform);
+  const settings = await settingsOf(platform);
   const variables: Record<string, string> = {
     '$Context.id': course.id,
     '$Context.title': course.title,
@@ -274,16 +286,20 @@ async function launchClaims(platform: Platform, registration: RegistrationRow, m
   if (scopes.length > 0) {
     const ags: Record<string, unknown> = { scope: scopes, lineitems: urlOf(platform, platform.profile.lineItemsPath(course.id)) };
     if (link) {
-      const items = platform.db.prepare('SELECT id FROM line_items WHERE resource_link_id = ? ORDER BY seq').all(link.id) as { id: string }[];
+      const items = await platform.db.all<{ id: string }>('SELECT id FROM lms_line_items WHERE resource_link_id = ? ORDER BY seq', [link.id]);
       // The `lineitem` claim names the link's column only when there is exactly one (AGS §3.1).
       if (items.length === 1 && items[0]) ags['lineitem'] = urlOf(platform, platform.profile.lineItemPath(course.id, items[0].id));
     }
     claims[AGS_CLAIM] = ags;
   }
   if (message.kind === 'LtiDeepLinkingRequest') {
-    platform.db
-      .prepare('INSERT INTO deep_link_requests (data, client_id, deployment_id, course_id, expires) VALUES (?, ?, ?, ?, ?)')
-      .run(message.data, message.client_id, message.deployment_id, course.id, platform.clock.nowMs() + 3600_000);
+    await platform.db.run('INSERT INTO lms_deep_link_requests (data, client_id, deployment_id, course_id, expires) VALUES (?, ?, ?, ?, ?)', [
+      message.data,
+      message.client_id,
+      message.deployment_id,
+      course.id,
+      platform.clock.nowMs() + 3600_000,
+    ]);
     claims[`${DL_CLAIM}deep_linking_settings`] = {
       deep_link_return_url: urlOf(platform, PATHS.deepLinkingReturn),
       accept_types: ['ltiResourceLink'],

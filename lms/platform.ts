@@ -4,7 +4,7 @@
  */
 import type { PlatformKeys } from './keys.js';
 import type { LmsProfile } from './profiles.js';
-import type { LmsDatabase } from './store.js';
+import type { LmsDb } from './store.js';
 import { getSetting, putSetting } from './store.js';
 
 export interface LmsClock {
@@ -15,7 +15,8 @@ export interface LmsClock {
 export type LmsFetch = (url: string, init?: RequestInit) => Promise<Response>;
 
 export interface Platform {
-  readonly db: LmsDatabase;
+  /** The store, or inside a transaction that transaction (a copy of the platform with `db` replaced). */
+  readonly db: LmsDb;
   readonly keys: PlatformKeys;
   readonly profile: LmsProfile;
   /** The LMS's URL, no trailing slash: its `iss`, and the prefix of every URL it publishes. */
@@ -46,13 +47,14 @@ export const DEFAULT_SETTINGS: Readonly<LmsSettings> = {
   platform_storage: false,
 };
 
-export function settingsOf(platform: Pick<Platform, 'db'>): LmsSettings {
-  const raw = getSetting(platform.db, 'lifetimes');
+/** Read at each use, never cached: another process sharing the store may have changed them. */
+export async function settingsOf(platform: Pick<Platform, 'db'>): Promise<LmsSettings> {
+  const raw = await getSetting(platform.db, 'lifetimes');
   return raw ? { ...DEFAULT_SETTINGS, ...(JSON.parse(raw) as Partial<LmsSettings>) } : { ...DEFAULT_SETTINGS };
 }
 
-export function putSettings(platform: Pick<Platform, 'db'>, settings: LmsSettings): void {
-  putSetting(platform.db, 'lifetimes', JSON.stringify(settings));
+export async function putSettings(platform: Pick<Platform, 'db'>, settings: LmsSettings): Promise<void> {
+  await putSetting(platform.db, 'lifetimes', JSON.stringify(settings));
 }
 
 export const LTI_CLAIM = 'https://purl.imsglobal.org/spec/lti/claim/';

@@ -8,7 +8,7 @@
  * OpenID configuration URL, and the real hosts are not reachable here.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type { LmsDatabase } from './store.js';
+import type { LmsDb } from './store.js';
 import { nextCounter } from './store.js';
 
 export type LmsProfileName = 'reference' | 'canvas' | 'moodle';
@@ -26,11 +26,12 @@ export interface LmsProfile {
   readonly name: LmsProfileName;
   readonly productFamilyCode: string;
   readonly platformName: string;
-  newClientId(db: LmsDatabase): string;
-  newDeploymentId(db: LmsDatabase, clientId: string): string;
-  newCourseId(db: LmsDatabase): string;
-  newLineItemId(db: LmsDatabase): string;
-  newResourceLinkId(db: LmsDatabase): string;
+  // Counter-based IDs are drawn from the store (one atomic upsert), so processes sharing it never repeat one.
+  newClientId(db: LmsDb): string | Promise<string>;
+  newDeploymentId(db: LmsDb, clientId: string): string | Promise<string>;
+  newCourseId(db: LmsDb): string | Promise<string>;
+  newLineItemId(db: LmsDb): string | Promise<string>;
+  newResourceLinkId(db: LmsDb): string | Promise<string>;
   /** The line-item container's path (with query, if the family puts one there). */
   lineItemsPath(courseId: string): string;
   /** A line item's path (its `id` is the origin + this). */
@@ -93,13 +94,13 @@ const canvas: LmsProfile = {
   productFamilyCode: 'canvas',
   platformName: 'Canvas LMS',
   // A developer key's ID: 10000000000000 + a sequence, as hosted Canvas shows them.
-  newClientId: (db) => String(10000000000000 + nextCounter(db, 'canvas_key')),
-  newDeploymentId: (db, clientId) => {
-    const n = nextCounter(db, 'canvas_deployment');
+  newClientId: async (db) => String(10000000000000 + (await nextCounter(db, 'canvas_key'))),
+  newDeploymentId: async (db, clientId) => {
+    const n = await nextCounter(db, 'canvas_deployment');
     return `${n}:${createHash('sha1').update(`${clientId}:${n}:${hexToken(4)}`).digest('hex')}`;
   },
   newCourseId: () => hexToken(20),
-  newLineItemId: (db) => String(nextCounter(db, 'canvas_line_item')),
+  newLineItemId: async (db) => String(await nextCounter(db, 'canvas_line_item')),
   newResourceLinkId: () => hexToken(20),
   lineItemsPath: (courseId) => `/api/lti/courses/${encodeURIComponent(courseId)}/line_items`,
   lineItemPath: (courseId, id) => `/api/lti/courses/${encodeURIComponent(courseId)}/line_items/${encodeURIComponent(id)}`,
@@ -128,10 +129,10 @@ const moodle: LmsProfile = {
   productFamilyCode: 'moodle',
   platformName: 'Moodle',
   newClientId: () => token(11).replace(/[-_]/g, 'x').slice(0, 15),
-  newDeploymentId: (db) => String(nextCounter(db, 'moodle_deployment')),
-  newCourseId: (db) => String(1 + nextCounter(db, 'moodle_course')),
-  newLineItemId: (db) => String(nextCounter(db, 'moodle_line_item')),
-  newResourceLinkId: (db) => String(nextCounter(db, 'moodle_resource_link')),
+  newDeploymentId: async (db) => String(await nextCounter(db, 'moodle_deployment')),
+  newCourseId: async (db) => String(1 + (await nextCounter(db, 'moodle_course'))),
+  newLineItemId: async (db) => String(await nextCounter(db, 'moodle_line_item')),
+  newResourceLinkId: async (db) => String(await nextCounter(db, 'moodle_resource_link')),
   // Moodle's services.php URLs carry the tool type; the reference LMS has one type per LMS, 1.
   lineItemsPath: (courseId) => `/mod/lti/services.php/${encodeURIComponent(courseId)}/lineitems?type_id=1`,
   lineItemPath: (courseId, id) => `/mod/lti/services.php/${encodeURIComponent(courseId)}/lineitems/${encodeURIComponent(id)}/lineitem?type_id=1`,

@@ -64,7 +64,7 @@ export interface InitiatedRegistration {
 }
 
 /** The administrator pastes the tool's registration URL: the LMS answers the URL its window opens. */
-export function initiateRegistration(platform: Platform, toolUrl: string): InitiatedRegistration {
+export async function initiateRegistration(platform: Platform, toolUrl: string): Promise<InitiatedRegistration> {
   let url: URL;
   try {
     url = new URL(toolUrl);
@@ -74,7 +74,7 @@ export function initiateRegistration(platform: Platform, toolUrl: string): Initi
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new LmsError(400, 'invalid_request', 'tool_url must be an http(s) URL');
   const token = randomBytes(32).toString('base64url');
   const expires = platform.clock.nowMs() + REGISTRATION_TOKEN_TTL_MS;
-  platform.db.prepare('INSERT INTO registration_tokens (token, expires) VALUES (?, ?)').run(token, expires);
+  await platform.db.run('INSERT INTO lms_registration_tokens (token, expires) VALUES (?, ?)', [token, expires]);
   url.searchParams.set('openid_configuration', urlOf(platform, PATHS.openidConfiguration));
   url.searchParams.set('registration_token', token);
   const page = new URL(urlOf(platform, PATHS.registrationPage));
@@ -87,12 +87,10 @@ export function initiateRegistration(platform: Platform, toolUrl: string): Initi
  * The administrator's window: the tool's registration page in a frame, and the LMS listening for the
  * tool's `org.imsglobal.lti.close` message. Only a URL carrying a live registration token is framed.
  */
-export function registrationPage(platform: Platform, res: ServerResponse, query: URLSearchParams): void {
+export async function registrationPage(platform: Platform, res: ServerResponse, query: URLSearchParams): Promise<void> {
   const token = query.get('registration_token') ?? '';
   const toolUrl = query.get('tool_url') ?? '';
-  const row = platform.db.prepare('SELECT expires, client_id FROM registration_tokens WHERE token = ?').get(token) as
-    | { expires: number; client_id: string | null }
-    | undefined;
+  const row = await platform.db.get<{ expires: number; client_id: string | null }>('SELECT expires, client_id FROM lms_registration_tokens WHERE token = ?', [token]);
   let framed: URL | null = null;
   try {
     framed = new URL(toolUrl);
@@ -138,9 +136,10 @@ function stringList(value: unknown, name: string): string[] {
 export async function registerClient(platform: Platform, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const token = bearer(req);
   if (!token) throw new LmsError(401, 'invalid_token', 'the registration needs the registration_token as a bearer token', { 'WWW-Authenticate': 'Bearer' });
-  const tokenRow = platform.db.prepare('SELECT expires, client_id FROM registration_tokens WHERE token = ?').get(token) as
-    | { expires: number; client_id: string | null }
-    | undefined;
+  const tokenRow = await platform.db.get<{ expires: number; client_id: string | null }>(
+    'SELECT expires, client_id FROM lms_registration_tokens WHERE token = ?',
+    [token],
+  );
   if (!tokenRow || tokenRow.expires <= platform.clock.nowMs()) {
     throw new LmsError(401, 'invalid_token', 'the registration token is unknown or expired', { 'WWW-Authenticate': 'Bearer error="invalid_token"' });
   }
@@ -180,47 +179,49 @@ export async function registerClient(platform: Platform, req: IncomingMessage, r
   const claims = config['claims'] ?? [];
   const claimList = stringList(claims, 'claims');
 
-  const clientId = platform.profile.newClientId(platform.db);
+  const clientId = await platform.profile.newClientId(platform.db);
   const now = platform.clock.nowMs();
-  const deploymentId = platform.profile.newDeploymentId(platform.db, clientId);
+  const deploymentId = await platform.profile.newDeploymentId(platform.db, clientId);
   const answer = {
     ...body,
     client_id: clientId,
     scope: scopes.join(' '),
     [TOOL_CONFIGURATION]: { ...config, deployment_id: deploymentId },
   };
-  platform.db.transaction(() => {
-    platform.db
-      .prepare(
-        `INSERT INTO registrations (client_id, client_name, initiate_login_uri, redirect_uris, jwks_uri, target_link_uri, domain,
-           scopes, grants_line_item_scope, custom_parameters, messages, claims, document, created)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)`,
-      )
-      .run(
+  await platform.db.transaction(async (tx) => {
+    // The token is spent first, in one conditional write: of two registrations racing with one token
+    // (on one process or two), one spends it and the other stores nothing.
+    const spent = await tx.run('UPDATE lms_registration_tokens SET client_id = ? WHERE token = ? AND client_id IS NULL AND expires > ?', [clientId, token, now]);
+    if (spent.changes !== 1) {
+      throw new LmsError(401, 'invalid_token', 'the registration token was used already', { 'WWW-Authenticate': 'Bearer error="invalid_token"' });
+    }
+    await tx.run(
+      `INSERT INTO lms_registrations (client_id, client_name, initiate_login_uri, redirect_uris, jwks_uri, target_link_uri, domain,
+         scopes, grants_line_item_scope, custom_parameters, messages, claims, document, created)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)`,
+      [
         clientId,
         clientName,
         initiateLoginUri,
         JSON.stringify(redirectUris),
         jwksUri,
         targetLinkUri,
-        config['domain'],
+        config['domain'] as string,
         JSON.stringify(scopes),
         JSON.stringify(custom),
         JSON.stringify(messages),
         JSON.stringify(claimList),
         JSON.stringify(answer),
         now,
-      );
-    platform.db
-      .prepare('INSERT INTO deployments (deployment_id, client_id, title, created) VALUES (?, ?, ?, ?)')
-      .run(deploymentId, clientId, clientName, now);
-    platform.db.prepare('UPDATE registration_tokens SET client_id = ? WHERE token = ?').run(clientId, token);
-  })();
+      ],
+    );
+    await tx.run('INSERT INTO lms_deployments (deployment_id, client_id, title, created) VALUES (?, ?, ?, ?)', [deploymentId, clientId, clientName, now]);
+  });
   sendJson(res, 200, answer);
 }
 
-export function registrationJson(platform: Platform, row: RegistrationRow): Record<string, unknown> {
-  const deployments = platform.db.prepare('SELECT * FROM deployments WHERE client_id = ? ORDER BY created, deployment_id').all(row.client_id) as DeploymentRow[];
+export async function registrationJson(platform: Platform, row: RegistrationRow): Promise<Record<string, unknown>> {
+  const deployments = await platform.db.all<DeploymentRow>('SELECT * FROM lms_deployments WHERE client_id = ? ORDER BY created, deployment_id', [row.client_id]);
   return {
     client_id: row.client_id,
     client_name: row.client_name,

@@ -1,31 +1,61 @@
 /**
- * The reference LMS's own store (decision LTI-30): one SQLite database through better-sqlite3, a file when
- * the LMS must outlive a restart (`LMS_DB_FILE`, the Sandbox's `DATA_DIR/lms.sqlite`) or in memory for a
- * test. It shares nothing with the service's store: the platform and the tool only meet over HTTP.
+ * The reference LMS's own store (decisions LTI-30, LTI-80): its tables, prefixed `lms_`, in one of two
+ * dialects behind one async interface.
  *
- * better-sqlite3 is synchronous; each LMS request is a handful of statements, so the LMS calls it directly.
+ * - SQLite through better-sqlite3: a file when the LMS must outlive a restart (`LMS_DB_FILE`, the
+ *   Sandbox's `DATA_DIR/sandbox-lms.sqlite` beside the service's SQLite store) or `:memory:` for a test.
+ * - PostgreSQL through `pg`: tables in a schema the caller names (the connections' `search_path`), so
+ *   several LMS processes on one database are one LMS (the Sandbox's LMS when the service runs on
+ *   PostgreSQL: every instance answers for it, with its store in the service's database).
+ *
+ * It shares nothing with the service's store but, on PostgreSQL, the database: the platform and the tool
+ * only meet over HTTP. What must be single-use or ordered across processes is one SQL statement (a
+ * conditional DELETE, UPDATE or upsert whose `changes` says who won), never a check in process memory.
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
+import pg from 'pg';
 
+/** Every table, in creation order (foreign keys point backwards). */
+export const LMS_TABLES = [
+  'lms_platform_keys',
+  'lms_settings',
+  'lms_registration_tokens',
+  'lms_registrations',
+  'lms_deployments',
+  'lms_users',
+  'lms_courses',
+  'lms_enrolments',
+  'lms_resource_links',
+  'lms_line_items',
+  'lms_scores',
+  'lms_messages',
+  'lms_deep_link_requests',
+  'lms_access_tokens',
+  'lms_used_assertions',
+  'lms_counters',
+] as const;
+
+// One text for both dialects: BIGINT and DOUBLE PRECISION have SQLite's INTEGER and REAL affinities, and
+// PostgreSQL's INTEGER would overflow on milliseconds and its REAL lose a score's digits.
 const SCHEMA = `
-CREATE TABLE IF NOT EXISTS platform_keys (
+CREATE TABLE IF NOT EXISTS lms_platform_keys (
   kid TEXT PRIMARY KEY,
   private_jwk TEXT NOT NULL,
   public_jwk TEXT NOT NULL,
-  created INTEGER NOT NULL
+  created BIGINT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS settings (
+CREATE TABLE IF NOT EXISTS lms_settings (
   name TEXT PRIMARY KEY,
   value TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS registration_tokens (
+CREATE TABLE IF NOT EXISTS lms_registration_tokens (
   token TEXT PRIMARY KEY,
-  expires INTEGER NOT NULL,
+  expires BIGINT NOT NULL,
   client_id TEXT
 );
-CREATE TABLE IF NOT EXISTS registrations (
+CREATE TABLE IF NOT EXISTS lms_registrations (
   client_id TEXT PRIMARY KEY,
   client_name TEXT NOT NULL,
   initiate_login_uri TEXT NOT NULL,
@@ -39,71 +69,71 @@ CREATE TABLE IF NOT EXISTS registrations (
   messages TEXT NOT NULL,
   claims TEXT NOT NULL,
   document TEXT NOT NULL,
-  created INTEGER NOT NULL
+  created BIGINT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS deployments (
+CREATE TABLE IF NOT EXISTS lms_deployments (
   deployment_id TEXT PRIMARY KEY,
-  client_id TEXT NOT NULL REFERENCES registrations(client_id),
+  client_id TEXT NOT NULL REFERENCES lms_registrations(client_id),
   title TEXT NOT NULL,
-  created INTEGER NOT NULL
+  created BIGINT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS users (
+CREATE TABLE IF NOT EXISTS lms_users (
   sub TEXT PRIMARY KEY,
   given_name TEXT NOT NULL,
   family_name TEXT NOT NULL,
   email TEXT NOT NULL,
-  created INTEGER NOT NULL
+  created BIGINT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS courses (
+CREATE TABLE IF NOT EXISTS lms_courses (
   id TEXT PRIMARY KEY,
-  deployment_id TEXT NOT NULL REFERENCES deployments(deployment_id),
+  deployment_id TEXT NOT NULL REFERENCES lms_deployments(deployment_id),
   title TEXT NOT NULL,
   label TEXT NOT NULL,
   history TEXT NOT NULL,
-  created INTEGER NOT NULL
+  created BIGINT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS enrolments (
-  course_id TEXT NOT NULL REFERENCES courses(id),
-  sub TEXT NOT NULL REFERENCES users(sub),
+CREATE TABLE IF NOT EXISTS lms_enrolments (
+  course_id TEXT NOT NULL REFERENCES lms_courses(id),
+  sub TEXT NOT NULL REFERENCES lms_users(sub),
   roles TEXT NOT NULL,
   PRIMARY KEY (course_id, sub)
 );
-CREATE TABLE IF NOT EXISTS resource_links (
+CREATE TABLE IF NOT EXISTS lms_resource_links (
   id TEXT PRIMARY KEY,
-  course_id TEXT NOT NULL REFERENCES courses(id),
+  course_id TEXT NOT NULL REFERENCES lms_courses(id),
   title TEXT NOT NULL,
   url TEXT,
   custom TEXT NOT NULL,
-  created INTEGER NOT NULL
+  created BIGINT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS line_items (
+CREATE TABLE IF NOT EXISTS lms_line_items (
   id TEXT PRIMARY KEY,
-  seq INTEGER NOT NULL,
-  course_id TEXT NOT NULL REFERENCES courses(id),
+  seq BIGINT NOT NULL,
+  course_id TEXT NOT NULL REFERENCES lms_courses(id),
   label TEXT NOT NULL,
-  score_maximum REAL NOT NULL,
+  score_maximum DOUBLE PRECISION NOT NULL,
   resource_id TEXT,
   resource_link_id TEXT,
   tag TEXT,
   start_date_time TEXT,
   end_date_time TEXT,
   refuses_scores_with INTEGER,
-  created INTEGER NOT NULL
+  created BIGINT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS scores (
-  line_item_id TEXT NOT NULL REFERENCES line_items(id),
+CREATE TABLE IF NOT EXISTS lms_scores (
+  line_item_id TEXT NOT NULL REFERENCES lms_line_items(id),
   sub TEXT NOT NULL,
-  score_given REAL,
-  score_maximum REAL,
+  score_given DOUBLE PRECISION,
+  score_maximum DOUBLE PRECISION,
   comment TEXT,
   activity_progress TEXT NOT NULL,
   grading_progress TEXT NOT NULL,
   timestamp TEXT NOT NULL,
-  timestamp_us INTEGER NOT NULL,
-  received INTEGER NOT NULL,
+  timestamp_us BIGINT NOT NULL,
+  received BIGINT NOT NULL,
   PRIMARY KEY (line_item_id, sub)
 );
-CREATE TABLE IF NOT EXISTS messages (
+CREATE TABLE IF NOT EXISTS lms_messages (
   hint TEXT PRIMARY KEY,
   kind TEXT NOT NULL,
   client_id TEXT NOT NULL,
@@ -115,61 +145,359 @@ CREATE TABLE IF NOT EXISTS messages (
   storage_target TEXT,
   return_url TEXT,
   data TEXT,
-  expires INTEGER NOT NULL
+  expires BIGINT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS deep_link_requests (
+CREATE TABLE IF NOT EXISTS lms_deep_link_requests (
   data TEXT PRIMARY KEY,
   client_id TEXT NOT NULL,
   deployment_id TEXT NOT NULL,
   course_id TEXT NOT NULL,
-  expires INTEGER NOT NULL,
+  expires BIGINT NOT NULL,
   answered INTEGER NOT NULL DEFAULT 0
 );
-CREATE TABLE IF NOT EXISTS access_tokens (
+CREATE TABLE IF NOT EXISTS lms_access_tokens (
   token_hash TEXT PRIMARY KEY,
   client_id TEXT NOT NULL,
   scopes TEXT NOT NULL,
-  expires INTEGER NOT NULL
+  expires BIGINT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS used_assertions (
+CREATE TABLE IF NOT EXISTS lms_used_assertions (
   client_id TEXT NOT NULL,
   jti TEXT NOT NULL,
-  expires INTEGER NOT NULL,
+  expires BIGINT NOT NULL,
   PRIMARY KEY (client_id, jti)
 );
-CREATE TABLE IF NOT EXISTS counters (
+CREATE TABLE IF NOT EXISTS lms_counters (
   name TEXT PRIMARY KEY,
-  value INTEGER NOT NULL
+  value BIGINT NOT NULL
 );
 `;
 
-export type LmsDatabase = Database.Database;
+export type LmsParam = string | number | null;
 
-/** Opens (and creates) the LMS database: `:memory:` or a file whose directory is made if missing. */
-export function openLmsDatabase(file: string): LmsDatabase {
-  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-  const db = new Database(file);
-  if (file !== ':memory:') db.pragma('journal_mode = WAL');
-  db.pragma('foreign_keys = ON');
-  db.exec(SCHEMA);
-  return db;
+export interface LmsRunResult {
+  /** Rows the statement inserted, updated or deleted: 0 when a conditional write lost. */
+  changes: number;
 }
 
+/**
+ * The store, or one transaction of it. Statements use `?` placeholders. Inside `transaction`, use only the
+ * handle it gives (a `Platform` copy whose `db` is that handle): the store itself would wait for the
+ * transaction on SQLite, and take another connection on PostgreSQL. A failed statement ends the
+ * transaction (PostgreSQL refuses the rest), so nothing inside one catches and carries on.
+ */
+export interface LmsDb {
+  readonly dialect: 'sqlite' | 'postgres';
+  get<T extends object>(sql: string, params?: readonly LmsParam[]): Promise<T | undefined>;
+  all<T extends object>(sql: string, params?: readonly LmsParam[]): Promise<T[]>;
+  run(sql: string, params?: readonly LmsParam[]): Promise<LmsRunResult>;
+  /** All or nothing; inside a transaction, runs `fn` as part of it. */
+  transaction<T>(fn: (tx: LmsDb) => Promise<T>): Promise<T>;
+}
+
+export interface LmsStore extends LmsDb {
+  close(): Promise<void>;
+}
+
+/** Where the LMS keeps its store: a SQLite file (or `:memory:`), or a PostgreSQL database and schema. */
+export type LmsStoreLocation =
+  | { file: string }
+  | {
+      databaseUrl: string;
+      /** The schema of the `lms_` tables; default: the role's search path, usually `public`. */
+      schema?: string;
+      /** Connections of this process's pool (default 4: the LMS shares the database with the service). */
+      maxConnections?: number;
+    };
+
+export async function openLmsStore(location: LmsStoreLocation): Promise<LmsStore> {
+  if ('file' in location) return SqliteLmsStore.open(location.file);
+  return PostgresLmsStore.open(location);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// SQLite
+
+function sqliteParams(params: readonly LmsParam[] | undefined): LmsParam[] {
+  return params ? params.map((p) => (p === undefined ? null : p)) : [];
+}
+
+/** One connection: statements run synchronously, and a transaction holds the connection until it ends. */
+class SqliteLmsStore implements LmsStore {
+  readonly dialect = 'sqlite' as const;
+  readonly #db: Database.Database;
+  readonly #statements = new Map<string, Database.Statement>();
+  /** Settled when the open transaction ends; other statements wait for it, so none slips into it. */
+  #busy: Promise<void> | null = null;
+
+  private constructor(db: Database.Database) {
+    this.#db = db;
+  }
+
+  static open(file: string): SqliteLmsStore {
+    if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+    const db = new Database(file);
+    try {
+      if (file !== ':memory:') db.pragma('journal_mode = WAL');
+      db.pragma('foreign_keys = ON');
+      db.pragma('busy_timeout = 5000');
+      db.transaction(() => {
+        renameUnprefixedTables(db);
+        db.exec(SCHEMA);
+      }).immediate();
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+    return new SqliteLmsStore(db);
+  }
+
+  #prepare(sql: string): Database.Statement {
+    let statement = this.#statements.get(sql);
+    if (!statement) {
+      statement = this.#db.prepare(sql);
+      this.#statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  async #idle(): Promise<void> {
+    while (this.#busy) await this.#busy;
+  }
+
+  /** @internal the statements of the store and of its transaction */
+  getNow<T>(sql: string, params?: readonly LmsParam[]): T | undefined {
+    return this.#prepare(sql).get(...sqliteParams(params)) as T | undefined;
+  }
+
+  /** @internal */
+  allNow<T>(sql: string, params?: readonly LmsParam[]): T[] {
+    return this.#prepare(sql).all(...sqliteParams(params)) as T[];
+  }
+
+  /** @internal */
+  runNow(sql: string, params?: readonly LmsParam[]): LmsRunResult {
+    return { changes: this.#prepare(sql).run(...sqliteParams(params)).changes };
+  }
+
+  async get<T extends object>(sql: string, params?: readonly LmsParam[]): Promise<T | undefined> {
+    await this.#idle();
+    return this.getNow<T>(sql, params);
+  }
+
+  async all<T extends object>(sql: string, params?: readonly LmsParam[]): Promise<T[]> {
+    await this.#idle();
+    return this.allNow<T>(sql, params);
+  }
+
+  async run(sql: string, params?: readonly LmsParam[]): Promise<LmsRunResult> {
+    await this.#idle();
+    return this.runNow(sql, params);
+  }
+
+  async transaction<T>(fn: (tx: LmsDb) => Promise<T>): Promise<T> {
+    await this.#idle();
+    let release: () => void = () => undefined;
+    this.#busy = new Promise<void>((resolve) => (release = resolve));
+    try {
+      this.#db.exec('BEGIN IMMEDIATE');
+      try {
+        const result = await fn(new SqliteLmsTransaction(this));
+        this.#db.exec('COMMIT');
+        return result;
+      } catch (err) {
+        if (this.#db.inTransaction) this.#db.exec('ROLLBACK');
+        throw err;
+      }
+    } finally {
+      this.#busy = null;
+      release();
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.#idle();
+    if (this.#db.open) this.#db.close();
+  }
+}
+
+class SqliteLmsTransaction implements LmsDb {
+  readonly dialect = 'sqlite' as const;
+  constructor(private readonly store: SqliteLmsStore) {}
+  get<T extends object>(sql: string, params?: readonly LmsParam[]): Promise<T | undefined> {
+    return Promise.resolve(this.store.getNow<T>(sql, params));
+  }
+  all<T extends object>(sql: string, params?: readonly LmsParam[]): Promise<T[]> {
+    return Promise.resolve(this.store.allNow<T>(sql, params));
+  }
+  run(sql: string, params?: readonly LmsParam[]): Promise<LmsRunResult> {
+    return Promise.resolve(this.store.runNow(sql, params));
+  }
+  transaction<T>(fn: (tx: LmsDb) => Promise<T>): Promise<T> {
+    return fn(this);
+  }
+}
+
+/**
+ * A file made before the tables were prefixed (LTI-80) keeps its data: each old table is renamed, and
+ * SQLite rewrites the foreign keys that name it.
+ */
+function renameUnprefixedTables(db: Database.Database): void {
+  const existing = new Set((db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map((r) => r.name));
+  for (const table of LMS_TABLES) {
+    const old = table.slice('lms_'.length);
+    if (existing.has(old) && !existing.has(table)) db.exec(`ALTER TABLE "${old}" RENAME TO ${table}`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// PostgreSQL
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+const INT8_OID = 20;
+
+/** BIGINT as a JS number, as SQLite hands it out; every integer the LMS keeps is below 2^53. */
+function parseInt8(text: string): number {
+  const value = Number(text);
+  if (!Number.isSafeInteger(value)) throw new RangeError(`PostgreSQL returned the integer ${text}, beyond Number.MAX_SAFE_INTEGER`);
+  return value;
+}
+
+/** Per-pool parsers, so the process-wide `pg.types` stays as other code (the service's store) expects it. */
+const TYPES: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
+    if (format !== 'binary' && oid === INT8_OID) return parseInt8;
+    return format === 'binary' ? pg.types.getTypeParser(oid, 'binary') : pg.types.getTypeParser(oid, 'text');
+  }) as pg.CustomTypesConfig['getTypeParser'],
+};
+
+/** `?` placeholders as `$1, $2, …`; the LMS's SQL has no `?` inside a literal. */
+function numbered(sql: string): string {
+  let n = 0;
+  return sql.replace(/\?/g, () => `$${++n}`);
+}
+
+function pgParams(params: readonly LmsParam[] | undefined): LmsParam[] {
+  return params ? params.map((p) => (p === undefined ? null : p)) : [];
+}
+
+/**
+ * A pool on the database; transactions at READ COMMITTED, so every single-use or ordered write is one
+ * conditional statement whose row lock makes a racing process wait and then find it taken.
+ */
+class PostgresLmsStore implements LmsStore {
+  readonly dialect = 'postgres' as const;
+  readonly #pool: pg.Pool;
+
+  private constructor(pool: pg.Pool) {
+    this.#pool = pool;
+  }
+
+  static async open(location: { databaseUrl: string; schema?: string; maxConnections?: number }): Promise<PostgresLmsStore> {
+    const { schema } = location;
+    if (schema !== undefined && !SCHEMA_NAME.test(schema)) throw new RangeError(`schema must be a lower-case SQL identifier, got ${JSON.stringify(schema)}`);
+    if (schema !== undefined && new URL(location.databaseUrl).searchParams.has('options')) {
+      // pg lets the URL's `options` replace ours wholesale: the schema would be dropped without a word.
+      throw new RangeError('give the schema either as the schema option or in the URL options, not both');
+    }
+    const config: pg.PoolConfig = {
+      connectionString: location.databaseUrl,
+      max: location.maxConnections ?? 4,
+      connectionTimeoutMillis: 10_000,
+      application_name: 'tis-lms',
+      types: TYPES,
+    };
+    if (schema !== undefined) config.options = `-c search_path=${schema}`;
+    const pool = new pg.Pool(config);
+    pool.on('error', (err) => process.emitWarning(`reference LMS: PostgreSQL connection error (idle pooled connection): ${err.message}`));
+    const store = new PostgresLmsStore(pool);
+    try {
+      // Two processes starting at once on a new schema: CREATE TABLE IF NOT EXISTS alone can still collide
+      // in the catalogue, so the first takes a lock (per schema) and the second finds the tables made.
+      await store.transaction(async (tx) => {
+        await tx.get("SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.lms_schema'))");
+        for (const statement of SCHEMA.split(';').map((s) => s.trim()).filter(Boolean)) await tx.run(statement);
+      });
+    } catch (err) {
+      await pool.end();
+      throw err;
+    }
+    return store;
+  }
+
+  async get<T extends object>(sql: string, params?: readonly LmsParam[]): Promise<T | undefined> {
+    return (await this.#pool.query<T & pg.QueryResultRow>(numbered(sql), pgParams(params))).rows[0];
+  }
+
+  async all<T extends object>(sql: string, params?: readonly LmsParam[]): Promise<T[]> {
+    return (await this.#pool.query<T & pg.QueryResultRow>(numbered(sql), pgParams(params))).rows;
+  }
+
+  async run(sql: string, params?: readonly LmsParam[]): Promise<LmsRunResult> {
+    return { changes: (await this.#pool.query(numbered(sql), pgParams(params))).rowCount ?? 0 };
+  }
+
+  async transaction<T>(fn: (tx: LmsDb) => Promise<T>): Promise<T> {
+    const client = await this.#pool.connect();
+    let broken = false;
+    try {
+      await client.query('BEGIN ISOLATION LEVEL READ COMMITTED');
+      try {
+        const result = await fn(new PostgresLmsTransaction(client));
+        await client.query('COMMIT');
+        return result;
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => {
+          broken = true;
+        });
+        throw err;
+      }
+    } finally {
+      client.release(broken ? new Error('connection left in an unknown state') : undefined);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.#pool.end();
+  }
+}
+
+class PostgresLmsTransaction implements LmsDb {
+  readonly dialect = 'postgres' as const;
+  constructor(private readonly client: pg.PoolClient) {}
+  async get<T extends object>(sql: string, params?: readonly LmsParam[]): Promise<T | undefined> {
+    return (await this.client.query<T & pg.QueryResultRow>(numbered(sql), pgParams(params))).rows[0];
+  }
+  async all<T extends object>(sql: string, params?: readonly LmsParam[]): Promise<T[]> {
+    return (await this.client.query<T & pg.QueryResultRow>(numbered(sql), pgParams(params))).rows;
+  }
+  async run(sql: string, params?: readonly LmsParam[]): Promise<LmsRunResult> {
+    return { changes: (await this.client.query(numbered(sql), pgParams(params))).rowCount ?? 0 };
+  }
+  transaction<T>(fn: (tx: LmsDb) => Promise<T>): Promise<T> {
+    return fn(this);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Rows and the reads every part shares
+
 /** The next value of a named counter: small integers where a profile wants them (Moodle's IDs). */
-export function nextCounter(db: LmsDatabase, name: string): number {
-  const row = db
-    .prepare('INSERT INTO counters (name, value) VALUES (?, 1) ON CONFLICT(name) DO UPDATE SET value = value + 1 RETURNING value')
-    .get(name) as { value: number };
+export async function nextCounter(db: LmsDb, name: string): Promise<number> {
+  const row = await db.get<{ value: number }>(
+    'INSERT INTO lms_counters (name, value) VALUES (?, 1) ON CONFLICT (name) DO UPDATE SET value = lms_counters.value + 1 RETURNING value',
+    [name],
+  );
+  if (!row) throw new Error(`counter ${name} returned no value`);
   return row.value;
 }
 
-export function getSetting(db: LmsDatabase, name: string): string | null {
-  const row = db.prepare('SELECT value FROM settings WHERE name = ?').get(name) as { value: string } | undefined;
-  return row?.value ?? null;
+export async function getSetting(db: LmsDb, name: string): Promise<string | null> {
+  return (await db.get<{ value: string }>('SELECT value FROM lms_settings WHERE name = ?', [name]))?.value ?? null;
 }
 
-export function putSetting(db: LmsDatabase, name: string, value: string): void {
-  db.prepare('INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value').run(name, value);
+export async function putSetting(db: LmsDb, name: string, value: string): Promise<void> {
+  await db.run('INSERT INTO lms_settings (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value', [name, value]);
 }
 
 export interface RegistrationRow {
@@ -265,31 +593,31 @@ export interface MessageRow {
   expires: number;
 }
 
-export function registrationOf(db: LmsDatabase, clientId: string): RegistrationRow | null {
-  return (db.prepare('SELECT * FROM registrations WHERE client_id = ?').get(clientId) as RegistrationRow | undefined) ?? null;
+export async function registrationOf(db: LmsDb, clientId: string): Promise<RegistrationRow | null> {
+  return (await db.get<RegistrationRow>('SELECT * FROM lms_registrations WHERE client_id = ?', [clientId])) ?? null;
 }
 
-export function deploymentOf(db: LmsDatabase, deploymentId: string): DeploymentRow | null {
-  return (db.prepare('SELECT * FROM deployments WHERE deployment_id = ?').get(deploymentId) as DeploymentRow | undefined) ?? null;
+export async function deploymentOf(db: LmsDb, deploymentId: string): Promise<DeploymentRow | null> {
+  return (await db.get<DeploymentRow>('SELECT * FROM lms_deployments WHERE deployment_id = ?', [deploymentId])) ?? null;
 }
 
-export function userOf(db: LmsDatabase, sub: string): UserRow | null {
-  return (db.prepare('SELECT * FROM users WHERE sub = ?').get(sub) as UserRow | undefined) ?? null;
+export async function userOf(db: LmsDb, sub: string): Promise<UserRow | null> {
+  return (await db.get<UserRow>('SELECT * FROM lms_users WHERE sub = ?', [sub])) ?? null;
 }
 
-export function courseOf(db: LmsDatabase, id: string): CourseRow | null {
-  return (db.prepare('SELECT * FROM courses WHERE id = ?').get(id) as CourseRow | undefined) ?? null;
+export async function courseOf(db: LmsDb, id: string): Promise<CourseRow | null> {
+  return (await db.get<CourseRow>('SELECT * FROM lms_courses WHERE id = ?', [id])) ?? null;
 }
 
-export function resourceLinkOf(db: LmsDatabase, id: string): ResourceLinkRow | null {
-  return (db.prepare('SELECT * FROM resource_links WHERE id = ?').get(id) as ResourceLinkRow | undefined) ?? null;
+export async function resourceLinkOf(db: LmsDb, id: string): Promise<ResourceLinkRow | null> {
+  return (await db.get<ResourceLinkRow>('SELECT * FROM lms_resource_links WHERE id = ?', [id])) ?? null;
 }
 
-export function lineItemOf(db: LmsDatabase, id: string): LineItemRow | null {
-  return (db.prepare('SELECT * FROM line_items WHERE id = ?').get(id) as LineItemRow | undefined) ?? null;
+export async function lineItemOf(db: LmsDb, id: string): Promise<LineItemRow | null> {
+  return (await db.get<LineItemRow>('SELECT * FROM lms_line_items WHERE id = ?', [id])) ?? null;
 }
 
-export function enrolmentRoles(db: LmsDatabase, courseId: string, sub: string): string[] | null {
-  const row = db.prepare('SELECT roles FROM enrolments WHERE course_id = ? AND sub = ?').get(courseId, sub) as { roles: string } | undefined;
+export async function enrolmentRoles(db: LmsDb, courseId: string, sub: string): Promise<string[] | null> {
+  const row = await db.get<{ roles: string }>('SELECT roles FROM lms_enrolments WHERE course_id = ? AND sub = ?', [courseId, sub]);
   return row ? (JSON.parse(row.roles) as string[]) : null;
 }

@@ -78,7 +78,7 @@ export async function issueToken(platform: Platform, form: Record<string, string
   } catch {
     return oauthError(401, 'invalid_client', 'client_assertion is not a JWT');
   }
-  const registration = typeof clientId === 'string' ? registrationOf(platform.db, clientId) : null;
+  const registration = typeof clientId === 'string' ? await registrationOf(platform.db, clientId) : null;
   if (!registration) return oauthError(401, 'invalid_client', 'client assertion iss is not a registered client');
 
   const tokenUrl = urlOf(platform, PATHS.token);
@@ -107,10 +107,13 @@ export async function issueToken(platform: Platform, form: Record<string, string
     return oauthError(401, 'invalid_client', `client assertion may live at most ${MAX_ASSERTION_LIFETIME_SECONDS} seconds`);
   }
   if (iat > nowS + SKEW_SECONDS) return oauthError(401, 'invalid_client', 'client assertion is issued in the future');
-  platform.db.prepare('DELETE FROM used_assertions WHERE expires < ?').run(platform.clock.nowMs());
-  const used = platform.db
-    .prepare('INSERT INTO used_assertions (client_id, jti, expires) VALUES (?, ?, ?) ON CONFLICT DO NOTHING')
-    .run(registration.client_id, jti, (exp + SKEW_SECONDS) * 1000);
+  await platform.db.run('DELETE FROM lms_used_assertions WHERE expires < ?', [platform.clock.nowMs()]);
+  // Single use across processes: of two requests with one jti, one inserts it and the other finds it there.
+  const used = await platform.db.run('INSERT INTO lms_used_assertions (client_id, jti, expires) VALUES (?, ?, ?) ON CONFLICT DO NOTHING', [
+    registration.client_id,
+    jti,
+    (exp + SKEW_SECONDS) * 1000,
+  ]);
   if (used.changes !== 1) return oauthError(401, 'invalid_client', 'client assertion jti was used before');
 
   const scopes = [...new Set(scopeRaw.split(/\s+/).filter(Boolean))];
@@ -120,12 +123,15 @@ export async function issueToken(platform: Platform, form: Record<string, string
   const withheld = scopes.find((s) => !granted.includes(s));
   if (withheld) return oauthError(400, 'invalid_scope', `the registration does not grant ${withheld}`);
 
-  const ttl = settingsOf(platform).access_token_ttl_seconds;
+  const ttl = (await settingsOf(platform)).access_token_ttl_seconds;
   const token = randomBytes(32).toString('base64url');
-  platform.db.prepare('DELETE FROM access_tokens WHERE expires < ?').run(platform.clock.nowMs() - 86_400_000);
-  platform.db
-    .prepare('INSERT INTO access_tokens (token_hash, client_id, scopes, expires) VALUES (?, ?, ?, ?)')
-    .run(hashOf(token), registration.client_id, JSON.stringify(scopes), platform.clock.nowMs() + ttl * 1000);
+  await platform.db.run('DELETE FROM lms_access_tokens WHERE expires < ?', [platform.clock.nowMs() - 86_400_000]);
+  await platform.db.run('INSERT INTO lms_access_tokens (token_hash, client_id, scopes, expires) VALUES (?, ?, ?, ?)', [
+    hashOf(token),
+    registration.client_id,
+    JSON.stringify(scopes),
+    platform.clock.nowMs() + ttl * 1000,
+  ]);
   return { status: 200, body: { access_token: token, token_type: 'Bearer', expires_in: ttl, scope: scopes.join(' ') } };
 }
 
@@ -146,12 +152,13 @@ function challenge(error?: string, scope?: string): Record<string, string> {
 }
 
 /** The access token of an AGS request, or 401 (RFC 6750 §3). */
-export function accessTokenOf(platform: Platform, req: IncomingMessage): AccessToken {
+export async function accessTokenOf(platform: Platform, req: IncomingMessage): Promise<AccessToken> {
   const token = bearer(req);
   if (!token) throw new LmsError(401, 'invalid_token', 'missing bearer token', challenge());
-  const row = platform.db.prepare('SELECT client_id, scopes, expires FROM access_tokens WHERE token_hash = ?').get(hashOf(token)) as
-    | { client_id: string; scopes: string; expires: number }
-    | undefined;
+  const row = await platform.db.get<{ client_id: string; scopes: string; expires: number }>(
+    'SELECT client_id, scopes, expires FROM lms_access_tokens WHERE token_hash = ?',
+    [hashOf(token)],
+  );
   if (!row) throw new LmsError(401, 'invalid_token', 'invalid bearer token', challenge('invalid_token'));
   if (row.expires <= platform.clock.nowMs()) throw new LmsError(401, 'invalid_token', 'expired bearer token', challenge('invalid_token'));
   return { clientId: row.client_id, scopes: JSON.parse(row.scopes) as string[] };

@@ -13,6 +13,7 @@ import type { JWK, JWTPayload, CryptoKey } from 'jose';
 import { startReferenceLms } from '../../lms/app.ts';
 import type { RunningLms } from '../../lms/app.ts';
 import type { LmsProfileName } from '../../lms/profiles.ts';
+import type { LmsStoreLocation } from '../../lms/store.ts';
 
 export const LTI = 'https://purl.imsglobal.org/spec/lti/claim/';
 export const AGS_CLAIM = 'https://purl.imsglobal.org/spec/lti-ags/claim/endpoint';
@@ -118,8 +119,8 @@ export class LmsWorld {
     readonly reg: Registered,
   ) {}
 
-  static async start(profile: LmsProfileName = 'reference', scope?: string): Promise<LmsWorld> {
-    const lms = await startReferenceLms({ profile, onError: (err) => { throw err; } });
+  static async start(profile: LmsProfileName = 'reference', scope?: string, store?: LmsStoreLocation): Promise<LmsWorld> {
+    const lms = await startReferenceLms({ profile, ...(store ? { store } : {}), onError: (err) => { throw err; } });
     const tool = await TestTool.start();
     const reg = await registerThroughDynamicRegistration(lms, tool, scope);
     return new LmsWorld(lms, tool, reg);

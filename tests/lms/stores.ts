@@ -1,0 +1,63 @@
+/**
+ * The reference LMS's store in each dialect for a test file: SQLite in memory, and PostgreSQL in schemas of
+ * the file's own (made in `open`, dropped in `drop`), as the store tests do (tests/store/helpers.ts): one per
+ * profile, since one store is one LMS of one family (Canvas's and Moodle's numeric line-item IDs would meet). The
+ * PostgreSQL dialect runs when the database answers, and always in CI (`CI`, `TIS_REQUIRE_POSTGRES`), where
+ * an unreachable database fails the file instead of leaving the dialect out.
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import type { LmsProfileName } from '../../lms/profiles.ts';
+import { PROFILE_NAMES } from '../../lms/profiles.ts';
+import type { LmsStoreLocation } from '../../lms/store.ts';
+import { POSTGRES_REQUIRED, POSTGRES_URL, postgresStatus } from '../store/helpers.ts';
+
+export type LmsDialect = 'sqlite' | 'postgres';
+
+export const LMS_DIALECTS: readonly LmsDialect[] = postgresStatus.available || POSTGRES_REQUIRED ? ['sqlite', 'postgres'] : ['sqlite'];
+export const LMS_POSTGRES = LMS_DIALECTS.includes('postgres');
+
+export async function adminQuery(sql: string): Promise<void> {
+  if (!postgresStatus.available) throw new Error(postgresStatus.reason);
+  const client = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 5000 });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+export interface LmsStoreForFile {
+  /** Makes the PostgreSQL schema (nothing on SQLite); call in `beforeAll`. */
+  open(): Promise<void>;
+  /** Where each LMS of the file keeps its store: on PostgreSQL, every LMS of a profile in one schema. */
+  location(profile?: LmsProfileName): LmsStoreLocation;
+  /** Drops the schema; call in `afterAll`, after the LMSes stopped. */
+  drop(): Promise<void>;
+}
+
+export function lmsStoreFor(dialect: LmsDialect): LmsStoreForFile {
+  const schemas = new Map<LmsProfileName, string>();
+  return {
+    async open() {
+      if (dialect !== 'postgres') return;
+      const run = `tlms_${process.pid}_${randomBytes(4).toString('hex')}`;
+      for (const profile of PROFILE_NAMES) {
+        await adminQuery(`CREATE SCHEMA ${run}_${profile}`);
+        schemas.set(profile, `${run}_${profile}`);
+      }
+    },
+    location(profile = 'reference') {
+      if (dialect === 'sqlite') return { file: ':memory:' };
+      const schema = schemas.get(profile);
+      if (schema === undefined) throw new Error('the PostgreSQL schemas are not made yet: call open() in beforeAll');
+      return { databaseUrl: POSTGRES_URL, schema };
+    },
+    async drop() {
+      const names = [...schemas.values()];
+      schemas.clear();
+      for (const name of names) await adminQuery(`DROP SCHEMA IF EXISTS ${name} CASCADE`);
+    },
+  };
+}
