@@ -457,8 +457,12 @@ class PostgresLmsStore implements LmsStore {
     }
   }
 
-  async close(): Promise<void> {
-    await this.#pool.end();
+  #ending: Promise<void> | null = null;
+
+  /** Ends the pool once; a second close (the host's, then the service's) waits for the first. */
+  close(): Promise<void> {
+    this.#ending ??= this.#pool.end();
+    return this.#ending;
   }
 }
 

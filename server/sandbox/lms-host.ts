@@ -5,14 +5,15 @@
  *
  * It is made on first need, because the service learns its own URL only once it listens (tests, PORT=0).
  * Its store is `DATA_DIR/sandbox-lms.sqlite` when the service's own store is SQLite; with PostgreSQL it is
- * in memory, one per instance (decision LTI-41): a DATA_DIR shared by several instances may be a network
- * volume, where one SQLite file opened by several processes is not safe.
+ * the service's database and schema (`lms_` tables), so every instance answers for one Sandbox LMS and a
+ * restart keeps it (decision LTI-80, replacing LTI-41's store in memory per instance).
  */
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createReferenceLms } from '../../lms/app.js';
 import type { ReferenceLms } from '../../lms/app.js';
+import type { LmsStoreLocation } from '../../lms/store.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../http/log.js';
 import { Problem } from '../http/problem.js';
@@ -41,7 +42,7 @@ export interface SandboxLmsHost {
 }
 
 export interface SandboxLmsHostOptions {
-  config: Pick<Config, 'publicUrl' | 'dataDir' | 'databaseUrl'>;
+  config: Pick<Config, 'publicUrl' | 'dataDir' | 'databaseUrl' | 'databaseSchema'>;
   log: Logger;
   /** Where this process reaches its own public origin, when that does not route back to it (tests). */
   selfOrigin?: () => string | undefined;
@@ -57,9 +58,10 @@ export function selfTransport(publicUrl: string, selfOrigin: (() => string | und
   };
 }
 
-/** Where the Sandbox's LMS keeps its store (decision LTI-41). */
-export function sandboxLmsDbFile(config: Pick<Config, 'dataDir' | 'databaseUrl'>): string {
-  return config.databaseUrl === null ? join(config.dataDir, SANDBOX_LMS_DB_FILE) : ':memory:';
+/** Where the Sandbox's LMS keeps its store: beside the service's own, in the same kind (decision LTI-80). */
+export function sandboxLmsStore(config: Pick<Config, 'dataDir' | 'databaseUrl' | 'databaseSchema'>): LmsStoreLocation {
+  if (config.databaseUrl === null) return { file: join(config.dataDir, SANDBOX_LMS_DB_FILE) };
+  return { databaseUrl: config.databaseUrl, ...(config.databaseSchema === null ? {} : { schema: config.databaseSchema }) };
 }
 
 export const SANDBOX_LMS_DB_FILE = 'sandbox-lms.sqlite';
@@ -72,13 +74,13 @@ export function createSandboxLmsHost(options: SandboxLmsHostOptions): SandboxLms
   const ready = (): Promise<ReferenceLms> => {
     lms ??= createReferenceLms({
       issuer: issuer(),
-      dbFile: sandboxLmsDbFile(options.config),
+      store: sandboxLmsStore(options.config),
       controlToken,
       // The LMS fetches the service's JWKS at its public URL: through the same transport as grades.
       fetch: (url, init) => fetch(transport(url), init),
       onError: (err) => options.log.error('the Sandbox LMS could not answer a request', { err }),
     });
-    // A start that failed (an unwritable DATA_DIR) is tried again at the next need, not remembered.
+    // A start that failed (an unwritable DATA_DIR, the database away) is tried again at the next need, not remembered.
     lms.catch(() => {
       lms = null;
     });
@@ -96,7 +98,7 @@ export function createSandboxLmsHost(options: SandboxLmsHostOptions): SandboxLms
       try {
         lms = await ready();
       } catch (err) {
-        // Its store cannot be opened (an unwritable DATA_DIR): the service's fault, never the caller's.
+        // Its store cannot be opened (an unwritable DATA_DIR, the database away): the service's fault, never the caller's.
         options.log.error('the Sandbox LMS could not start', { err });
         throw new Problem(503, 'sandbox_lms_unavailable', 'the Sandbox LMS is not available; retry shortly', { headers: { 'Retry-After': '1' } });
       }

@@ -126,6 +126,11 @@ export class LmsWorld {
     return new LmsWorld(lms, tool, reg);
   }
 
+  /** A world on an LMS already running and a tool already registered (another process of a shared LMS). */
+  static on(lms: RunningLms, tool: TestTool, reg: Registered): LmsWorld {
+    return new LmsWorld(lms, tool, reg);
+  }
+
   async stop(): Promise<void> {
     await this.lms.stop();
     await this.tool.stop();

@@ -5,11 +5,24 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from '../harness.js';
 import { startServer } from '../harness.js';
 import { createSandboxLmsHost, selfTransport } from '../../../server/sandbox/lms-host.js';
 import { ensureSandboxRegistration, sandboxLmsClient } from '../../../server/sandbox/lms-registration.js';
+import type { Config } from '../../../server/config.js';
+import { LMS_TABLES } from '../../../lms/store.js';
+
+async function dropLmsTables(config: Pick<Config, 'databaseUrl' | 'databaseSchema'>): Promise<void> {
+  const client = new pg.Client({ connectionString: config.databaseUrl ?? '', ...(config.databaseSchema ? { options: `-c search_path=${config.databaseSchema}` } : {}) });
+  await client.connect();
+  try {
+    await client.query(`DROP TABLE ${LMS_TABLES.join(', ')} CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
 
 describe('the Sandbox LMS in process', () => {
   let server: TestServer;
@@ -99,11 +112,13 @@ describe('the Sandbox LMS in process', () => {
 
   it('registers again when its LMS lost its store; on SQLite the old registration is set inactive', async () => {
     const before = await ensureSandboxRegistration(server.services);
-    // What a restart on PostgreSQL (the LMS in memory) or a deleted sandbox-lms.sqlite leaves: the service
-    // still holds the registration, its LMS knows no such client.
+    // What a deleted sandbox-lms.sqlite, or on PostgreSQL the LMS's tables dropped (LTI-80: its store is the
+    // service's database, so a restart keeps it), leaves: the service still holds the registration, its LMS
+    // knows no such client.
     const emptyDir = mkdtempSync(join(tmpdir(), 'tis-sandbox-lms-'));
     try {
       server.services.sandboxLms.close();
+      if (server.services.config.databaseUrl !== null) await dropLmsTables(server.services.config);
       server.services.sandboxLms = createSandboxLmsHost({
         config: { ...server.services.config, dataDir: emptyDir },
         log: server.services.log,
