@@ -1,8 +1,10 @@
 /**
  * `npm run lms`: the reference LMS alone, for contributors and tool teams (README, "Reference LMS").
  * Environment: `LMS_PORT` (default 3100), `LMS_HOST` (127.0.0.1), `LMS_ISSUER` (default its own URL),
- * `LMS_DB_FILE` (default `./data/lms.sqlite`; `:memory:` keeps nothing), `LMS_PROFILE` (reference, canvas,
- * moodle), `LMS_CONTROL_TOKEN` (default: made at first start and kept in `{LMS_DB_FILE}.control-token`).
+ * `LMS_DB_FILE` (default `./data/lms.sqlite`; `:memory:` keeps nothing), or `LMS_DATABASE_URL` (PostgreSQL,
+ * with `LMS_DATABASE_SCHEMA`: every LMS on that schema is one LMS, decision LTI-80), `LMS_PROFILE` (reference,
+ * canvas, moodle), `LMS_CONTROL_TOKEN` (default: made at first start and kept in `{LMS_DB_FILE}.control-token`;
+ * on PostgreSQL made at each start and printed, since each process has its own).
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { startReferenceLms } from './app.js';
@@ -18,7 +20,11 @@ const port = Number(process.env['LMS_PORT'] ?? '3100');
 if (!Number.isInteger(port) || port < 0 || port > 65535) fail('LMS_PORT must be a port number');
 const profile = process.env['LMS_PROFILE'] ?? 'reference';
 if (!isProfileName(profile)) fail(`LMS_PROFILE must be one of ${PROFILE_NAMES.join(', ')}`);
-const dbFile = process.env['LMS_DB_FILE'] ?? './data/lms.sqlite';
+const databaseUrl = process.env['LMS_DATABASE_URL']?.trim() || null;
+const schema = process.env['LMS_DATABASE_SCHEMA']?.trim() || null;
+if (schema !== null && databaseUrl === null) fail('LMS_DATABASE_SCHEMA needs LMS_DATABASE_URL');
+// With PostgreSQL no file is kept: the control token is the process's own.
+const dbFile = databaseUrl === null ? (process.env['LMS_DB_FILE'] ?? './data/lms.sqlite') : ':memory:';
 let controlToken = process.env['LMS_CONTROL_TOKEN'];
 if (!controlToken) {
   const file = `${dbFile}.control-token`;
@@ -32,7 +38,7 @@ const issuer = process.env['LMS_ISSUER'];
 const lms = await startReferenceLms({
   host: process.env['LMS_HOST'] ?? '127.0.0.1',
   port,
-  dbFile,
+  ...(databaseUrl === null ? { dbFile } : { store: { databaseUrl, ...(schema === null ? {} : { schema }) } }),
   profile,
   controlToken,
   ...(issuer ? { issuer } : {}),
