@@ -1,0 +1,41 @@
+/**
+ * The LMS's SQLite file made before its tables were prefixed `lms_` (LTI-80) keeps its data: the old tables
+ * are renamed at open, their foreign keys with them.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { openLmsStore } from '../../lms/store.ts';
+
+describe('the LMS store on a SQLite file of before the lms_ prefix', () => {
+  it('renames the old tables and keeps their rows and foreign keys', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tis-lms-store-'));
+    try {
+      const file = join(dir, 'lms.sqlite');
+      const old = new Database(file);
+      old.exec(`CREATE TABLE platform_keys (kid TEXT PRIMARY KEY, private_jwk TEXT NOT NULL, public_jwk TEXT NOT NULL, created INTEGER NOT NULL);
+        CREATE TABLE registrations (client_id TEXT PRIMARY KEY, client_name TEXT NOT NULL, initiate_login_uri TEXT NOT NULL, redirect_uris TEXT NOT NULL,
+          jwks_uri TEXT NOT NULL, target_link_uri TEXT NOT NULL, domain TEXT NOT NULL, scopes TEXT NOT NULL, grants_line_item_scope INTEGER NOT NULL DEFAULT 1,
+          custom_parameters TEXT NOT NULL, messages TEXT NOT NULL, claims TEXT NOT NULL, document TEXT NOT NULL, created INTEGER NOT NULL);
+        CREATE TABLE deployments (deployment_id TEXT PRIMARY KEY, client_id TEXT NOT NULL REFERENCES registrations(client_id), title TEXT NOT NULL, created INTEGER NOT NULL);
+        INSERT INTO platform_keys VALUES ('kid-1', '{}', '{}', 1);
+        INSERT INTO registrations VALUES ('client-1', 'Tool', 'u', '[]', 'j', 't', 'd', '[]', 1, '{}', '[]', '[]', '{}', 1);
+        INSERT INTO deployments VALUES ('deployment-1', 'client-1', 'School', 1);`);
+      old.close();
+      const store = await openLmsStore({ file });
+      try {
+        expect(await store.all('SELECT kid FROM lms_platform_keys')).toEqual([{ kid: 'kid-1' }]);
+        expect(await store.all('SELECT deployment_id, client_id FROM lms_deployments')).toEqual([{ deployment_id: 'deployment-1', client_id: 'client-1' }]);
+        // The foreign key follows the renamed table: a deployment of an unknown client is still refused.
+        await expect(store.run("INSERT INTO lms_deployments VALUES ('deployment-2', 'nobody', 'x', 2)")).rejects.toThrow(/FOREIGN KEY/);
+        await store.run("INSERT INTO lms_deployments VALUES ('deployment-2', 'client-1', 'x', 2)");
+      } finally {
+        await store.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
