@@ -7,7 +7,8 @@
  * With `TIS_TEST_STORE=postgres` (the `postgres` vitest project) every server runs on PostgreSQL instead
  * (`TIS_TEST_DATABASE_URL`, see tests/store/helpers.ts), in a schema of its own created for its `DATA_DIR`
  * and dropped with it; a server started again on the same `dataDir` reopens the same schema, like a
- * restart on the same SQLite file. Blobs stay on the local disk under `DATA_DIR` unless
+ * restart on the same SQLite file. In a vitest run, a server on a harness-made `DATA_DIR` may get an
+ * emptied, already migrated schema another server left (tests/server/schema-pool.ts). Blobs stay on the local disk under `DATA_DIR` unless
  * `TIS_TEST_BLOB_STORE=postgres`.
  *
  *   const server = await startServer();
@@ -148,22 +149,34 @@ function postgres(): Promise<{ url: string; query: (sql: string) => Promise<void
  * Schemas are named `tsrv_<run>_<random>`: the run is the vitest run's (tests/server/postgres-setup.ts
  * drops what a run leaves behind, e.g. of a crashed test), or this process's outside vitest.
  */
+function runName(): string {
+  return (process.env['TIS_TEST_RUN'] ?? `p${process.pid}`).toLowerCase().replace(/[^a-z0-9]/g, '').slice(0, 16);
+}
+
 function newSchemaName(): string {
-  const run = (process.env['TIS_TEST_RUN'] ?? `p${process.pid}`).toLowerCase().replace(/[^a-z0-9]/g, '').slice(0, 16);
-  return `tsrv_${run}_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+  return `tsrv_${runName()}_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
 }
 
 const creating = new Map<string, Promise<string>>();
 
-/** The schema of `dataDir`, created with its marker on first use (once, when asked twice at once). */
-function schemaFor(dataDir: string): Promise<string> {
+/** Schemas of harness-made `DATA_DIR`s: they go back to the pool (tests/server/schema-pool.ts) when released. */
+const poolable = new Set<string>();
+
+/**
+ * The schema of `dataDir`, created with its marker on first use (once, when asked twice at once). A
+ * harness-made `dataDir` (`pooled`) takes an emptied, already migrated schema from the pool when there is one.
+ */
+function schemaFor(dataDir: string, pooled = false): Promise<string> {
   const marker = join(dataDir, SCHEMA_MARKER);
   if (existsSync(marker)) return Promise.resolve((JSON.parse(readFileSync(marker, 'utf8')) as { schema: string }).schema);
   let pending = creating.get(marker);
   if (!pending) {
     pending = (async () => {
       const schema = newSchemaName();
-      await (await postgres()).query(`CREATE SCHEMA ${schema}`);
+      const admin = await postgres();
+      const claimed = pooled && (await (await import('./schema-pool.js')).claimPooledSchema(admin.url, runName(), schema));
+      if (!claimed) await admin.query(`CREATE SCHEMA ${schema}`);
+      if (pooled) poolable.add(schema);
       writeFileSync(marker, JSON.stringify({ schema }));
       return schema;
     })().finally(() => creating.delete(marker));
@@ -179,14 +192,16 @@ async function releaseSchema(schema: string, dataDirGone: boolean): Promise<void
   if (dataDirGone) use.orphaned = true;
   if (use.users > 0 || !use.orphaned) return;
   schemaUses.delete(schema);
-  await (await postgres()).query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  const admin = await postgres();
+  if (poolable.delete(schema) && (await (await import('./schema-pool.js')).poolSchema(admin.url, runName(), schema))) return;
+  await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
 }
 
 /** The store lines of a server's configuration for `dataDir` (SQLite needs none beyond `dataDir`). */
-async function storeConfig(dataDir: string): Promise<Partial<Config>> {
+async function storeConfig(dataDir: string, pooled = false): Promise<Partial<Config>> {
   if (TEST_STORE === 'sqlite') return {};
   const { url } = await postgres();
-  return { databaseUrl: url, databaseSchema: await schemaFor(dataDir), blobStore: TEST_BLOB_STORE };
+  return { databaseUrl: url, databaseSchema: await schemaFor(dataDir, pooled), blobStore: TEST_BLOB_STORE };
 }
 
 /**
@@ -224,13 +239,14 @@ export async function dropTestStore(dataDir: string): Promise<void> {
     return;
   }
   schemaUses.delete(schema);
+  poolable.delete(schema);
   await (await postgres()).query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
 }
 
 export async function startServer(options: StartServerOptions = {}): Promise<TestServer> {
   const ownDir = options.dataDir === undefined;
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'tis-server-'));
-  const stores = await storeConfig(dataDir);
+  const stores = await storeConfig(dataDir, ownDir);
   const schema = stores.databaseSchema ?? null;
   if (schema !== null) {
     const use = schemaUses.get(schema) ?? { users: 0, orphaned: false };
