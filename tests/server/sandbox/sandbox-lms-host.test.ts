@@ -14,8 +14,9 @@ import { ensureSandboxRegistration, sandboxLmsClient } from '../../../server/san
 describe('the Sandbox LMS in process', () => {
   let server: TestServer;
   beforeAll(async () => {
-    // Schools' registrations wait for the platform team; the Sandbox's own does not.
-    server = await startServer({ config: { allowLoopbackTools: true, lmsAutoActivate: false } });
+    // Schools' registrations wait for the platform team; the Sandbox's own does not. No development
+    // switch: the service reaches its own /lms on loopback all the same (LTI-43).
+    server = await startServer({ config: { allowLoopbackTools: false, lmsAutoActivate: false } });
   });
   afterAll(() => server.stop());
 
@@ -34,6 +35,27 @@ describe('the Sandbox LMS in process', () => {
     expect((await fetch(`${server.url}/lms/controls/registrations`)).status).toBe(401);
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
     expect((await fetch(`${server.url}/lmsx`)).status).not.toBe(401);
+  });
+
+  it('reaches its own /lms without the development switch; every other loopback URL stays refused', async () => {
+    const lms = server.services.lti.lms;
+    expect(await lms.check(`${server.url}/lms/jwks`, 'jwks_uri')).toMatchObject({ ok: true });
+    const jwks = await lms.getJson(`${server.url}/lms/jwks`, 'jwks_uri');
+    expect(jwks.ok && Array.isArray(jwks.value['keys'])).toBe(true);
+    const port = new URL(server.url).port;
+    for (const url of [
+      `${server.url}/lmsx/jwks`,
+      `${server.url}/.well-known/jwks.json`,
+      `${server.url}/lms/../.well-known/jwks.json`,
+      `http://localhost:${port}/lms/jwks`,
+      `http://user@127.0.0.1:${port}/lms/jwks`,
+      `http://127.0.0.1:${Number(port) === 1 ? 2 : 1}/lms/jwks`,
+      'http://10.0.0.1/lms/jwks',
+    ]) {
+      expect((await lms.check(url, 'jwks_uri')).ok, url).toBe(false);
+      const answer = await lms.request({ method: 'GET', url, field: 'jwks_uri' });
+      expect(answer.ok, url).toBe(false);
+    }
   });
 
   it('registers through Dynamic Registration once, active at once, however many first needs race', async () => {
