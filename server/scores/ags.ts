@@ -228,6 +228,15 @@ export class AgsPublisher implements Publisher {
     return { response: await call(second.token.accessToken) };
   }
 
+  /**
+   * Drops this process's cached tokens of one client: its LMS changed what it grants (the Sandbox's
+   * line-item scope, decision LTI-49), and tokens already issued keep the scopes they were issued with.
+   */
+  forgetClient(tokenUrl: string, clientId: string): void {
+    const prefix = `${tokenUrl}\n${clientId}\n`;
+    for (const key of [...this.tokens.keys()]) if (key.startsWith(prefix)) this.tokens.delete(key);
+  }
+
   private cacheKey(platform: LmsPlatform, scopes: readonly string[]): string {
     return `${platform.tokenUrl}\n${platform.clientId}\n${[...scopes].sort().join(' ')}`;
   }

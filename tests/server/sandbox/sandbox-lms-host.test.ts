@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from '../harness.js';
-import { startServer } from '../harness.js';
+import { createTool, startServer } from '../harness.js';
+import { ensureSandbox } from '../../../server/sandbox/index.js';
 import { createSandboxLmsHost, selfTransport } from '../../../server/sandbox/lms-host.js';
 import { ensureSandboxRegistration, sandboxLmsClient } from '../../../server/sandbox/lms-registration.js';
 
@@ -141,6 +142,34 @@ describe('the Sandbox LMS in process', () => {
       expect(registrations.map((r) => r.client_id)).toEqual([after.clientId]);
     } finally {
       server.services.sandboxLms.close();
+      rmSync(emptyDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("a tool's Sandbox when its LMS lost its store", () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer();
+  });
+  afterAll(() => server.stop());
+
+  it('heals at the next need: the school moves to the new registration, the trial course stays, the LMS side is made again', async () => {
+    const tool = await createTool(server, { name: 'Healing tool' });
+    const before = await ensureSandbox(server.services, tool.app.id);
+    const emptyDir = mkdtempSync(join(tmpdir(), 'tis-sandbox-lms-'));
+    const previous = server.services.sandboxLms;
+    try {
+      server.services.sandboxLms = createSandboxLmsHost({ config: { ...server.services.config, dataDir: emptyDir }, log: server.services.log, selfOrigin: () => server.url });
+      const after = await ensureSandbox(server.services, tool.app.id);
+      expect(after.lms.registration.clientId).not.toBe(before.lms.registration.clientId);
+      expect(after.school).toMatchObject({ id: before.school.id, client: after.lms.registration.clientId, deployment: `sandbox-${tool.app.id}` });
+      expect(after.trial.id).toBe(before.trial.id);
+      const course = await sandboxLmsClient(server.services).course(`sandbox-${tool.app.id}-trial`);
+      expect(course.enrolments).toHaveLength(5);
+    } finally {
+      server.services.sandboxLms.close();
+      server.services.sandboxLms = previous;
       rmSync(emptyDir, { recursive: true, force: true });
     }
   });
