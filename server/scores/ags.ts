@@ -15,7 +15,7 @@
  * timestamp so it supersedes. This keeps a struggling LMS from receiving a storm of retries.
  */
 import { randomUUID } from 'node:crypto';
-import { AGS_MEDIA_TYPES, AGS_SCOPES, MAX_ASSERTION_LIFETIME_SECONDS } from '../sandbox-lms/school.js';
+import { AGS_MEDIA_TYPES, AGS_SCOPE as AGS_SCOPES, MAX_ASSERTION_LIFETIME_SECONDS } from '../lti/vocabulary.js';
 import type { Clock } from '../store/index.js';
 import type { LmsPlatform, LmsRegistry } from './lms-registry.js';
 import type { LmsResponse, Publication, PublicationOutcome, Publisher } from './publisher.js';
