@@ -16,6 +16,7 @@ import { answer, startToolServer, verifyToken } from '../outbound/fixtures.js';
 import type { Builder, Caller } from './helpers.js';
 import { caller, createBuilder, expectProblem, platformToken, register } from './helpers.js';
 import { launchPageOf } from '../sandbox/launch-chain.js';
+import { sandboxLmsClient } from '../../../server/sandbox/lms-registration.js';
 
 const LOCATIONS = {
   message: 'Pick <b>what</b> to add',
@@ -235,6 +236,10 @@ describe('the whole flow', () => {
     expect(copied.body).toMatchObject({ parent_context: trial, course: { name: 'Sandbox course', label: nextTerm }, provisioning: null });
     expect(copied.body.users['student_1']?.user_id).toBe(users['student_1']?.user_id);
     expect(copied.body.users['student_1']?.member_id).not.toBe(users['student_1']?.member_id);
+    // In the Sandbox's LMS, a course copy of the trial course, its history naming it, the trial users enrolled (LTI-47).
+    const lmsCopy = await sandboxLmsClient(server.services).course((await server.services.store.contexts.get(copy))?.externalId ?? '');
+    expect(lmsCopy).toMatchObject({ history: [`sandbox-${appId}-trial`], deployment_id: `sandbox-${appId}`, resource_links: [] });
+    expect(lmsCopy.enrolments).toHaveLength(5);
     const copyPicker = await builder.call('POST', `/apps/${appId}/sandbox/picker`, { context_id: copy });
     expect(copyPicker.body['context_id']).toBe(copy);
     const sinceCopy = tool.to('/provision').length;
