@@ -304,7 +304,9 @@ export async function buildServices(config: Config, options: BuildServicesOption
     ...(options.toolConnector ? { connect: options.toolConnector } : {}),
     log,
   });
-  const lti = createLtiServices({ outbound, clock });
+  const sandboxLms = createSandboxLmsHost({ config, log, ...(options.selfOrigin ? { selfOrigin: options.selfOrigin } : {}) });
+  // The Sandbox's LMS is the service itself: its URLs need no development switch (decision LTI-43).
+  const lti = createLtiServices({ outbound, clock, ownLms: sandboxLms });
   const publisher = createDefaultPublisher({
     signer,
     publicUrl: config.publicUrl,
@@ -313,7 +315,6 @@ export async function buildServices(config: Config, options: BuildServicesOption
     clock,
   });
   const platformCredential = loadPlatformCredential(config, log);
-  const sandboxLms = createSandboxLmsHost({ config, log, ...(options.selfOrigin ? { selfOrigin: options.selfOrigin } : {}) });
   return { store, config, signer, clock, log, launches, blobs, files, publisher, outbound, platformCredential, lti, sandboxLms };
 }
 

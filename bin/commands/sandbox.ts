@@ -90,7 +90,7 @@ export const commands: Command[] = [
   {
     name: 'sandbox launch-url',
     aliases: ['sandbox-launch-url'],
-    summary: 'A launch link for a placement, as a trial user. Open it in a browser within 120 seconds; it works once.',
+    summary: 'A launch link for a placement, as a trial user. Open it in a browser before it expires (the Sandbox LMS launch lifetime); it works once.',
     token: 'any',
     args: ['app_id', 'placement_id'],
     options: AS,

@@ -442,12 +442,17 @@ export interface paths {
         put?: never;
         /**
          * Get a launch link for a trial user
-         * @description Issues a single-use ticket for `GET /launch/{ticket}`, valid 120 seconds. Opening it in a browser launches
-         *     the tool for real, as that trial user, into the placement's course: a signed launch POSTed to the callback
-         *     URL, with a fresh `api.token`, real storage URLs and, for an assessment, a `grade.submit` URL that
-         *     publishes to the Sandbox gradebook. Works for a draft tool (decision GAP-24). Nothing is checked here
-         *     that the launch page checks (callback URL, provisioning): the page shows those outcomes as a real launch
-         *     would.
+         * @description Issues a single-use launch link of the Sandbox's LMS for the trial user (decision LTI-45): the LMS's
+         *     launch URL `{origin}/lms/launch/{hint}`, valid as long as the LMS keeps launch links (300 seconds by
+         *     default). Opening it in a browser runs a school's launch: the LMS's launch, the service's OIDC login
+         *     (which sets the browser's state cookie), the LMS's authorization and the service's id_token validation,
+         *     then the launch page, which launches the tool for real, as that trial user, into the placement's course:
+         *     a signed launch POSTed to the callback URL, with a fresh `api.token`, real storage URLs and, for an
+         *     assessment, a `grade.submit` URL that publishes to the Sandbox's LMS gradebook. Works for a draft tool
+         *     (decision GAP-24). Nothing is checked here that the launch page checks (callback URL, provisioning): the
+         *     page shows those outcomes as a real launch would. A placement in a Sandbox course of an older Sandbox
+         *     school (made before LTI-45, or under another `PUBLIC_URL`) gets a launch page ticket
+         *     `{origin}/launch/{ticket}`, valid 120 seconds, as before.
          */
         post: operations["createSandboxLaunch"];
         delete?: never;
@@ -1548,8 +1553,10 @@ export interface components {
             resource_link: string;
             location: components["schemas"]["Location"];
             /**
-             * @description The Sandbox gradebook column (`lit_`) for an assessment; null for any other type, in which case launches
-             *     carry `grade.submit` null.
+             * @description The gradebook column of an assessment: in the Sandbox, the column the Sandbox's LMS made for the
+             *     placement's resource link, by its AGS line item URL (decision LTI-45; `lit_` IDs of the S-12 Sandbox
+             *     gradebook for courses made before); null for any other type, in which case launches carry
+             *     `grade.submit` null.
              */
             line_item_id: string | null;
             provisioning: components["schemas"]["PlacementProvisioning"];
@@ -1582,19 +1589,21 @@ export interface components {
         };
         /**
          * LaunchTicket
-         * @description A single-use launch ticket. Open `launch_url` in a browser: the launch page POSTs the signed launch to the
-         *     tool's callback URL. The launch token itself is minted when the page is served, so its 300 seconds
+         * @description A single-use launch link. Open `launch_url` in a browser: through the Sandbox LMS's launch and the
+         *     service's LTI login (decision LTI-45), the launch page POSTs the signed launch to the tool's callback URL. The launch token itself is minted when the page is served, so its 300 seconds
          *     (decision GAP-32) start then.
          */
         LaunchTicket: {
             /**
              * Format: uri
-             * @description `{origin}/launch/{ticket}` at the service's origin (decision L-08).
+             * @description The Sandbox LMS's launch URL `{origin}/lms/launch/{hint}` (decision LTI-45); for a course of an older
+             *     Sandbox school, `{origin}/launch/{ticket}` at the service's origin (decision L-08).
              */
             launch_url: string;
             /**
              * Format: date-time
-             * @description 120 seconds after issue; a ticket not used by then is dead.
+             * @description When the link dies unused: the LMS's launch lifetime after issue (300 seconds by default), or 120
+             *     seconds for a launch page ticket.
              */
             expires: string;
         };

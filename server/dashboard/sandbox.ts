@@ -10,7 +10,6 @@ import { withGuard } from '../http/registry.js';
 import {
   assertSandboxOpen,
   copySandboxCourse,
-  ensureSandbox,
   listSandboxPlacements,
   openSandboxPicker,
   placeInSandbox,
@@ -19,9 +18,9 @@ import {
   resetSandbox,
   sandboxContext,
   sandboxCourseJson,
-  sandboxLaunchTicket,
+  sandboxLaunch,
+  setSandboxLineItemScope,
 } from '../sandbox/index.js';
-import { setSandboxSchoolGrantsLineItemScope } from '../sandbox-lms/school.js';
 import type { AppGuarded } from './guard.js';
 import { appGuard } from './guard.js';
 import { queryString } from './lists.js';
@@ -63,8 +62,7 @@ export const sandboxHandlers: Pick<Handlers<operations>, SandboxOperationId> = {
     const grants = ctx.body.grants_line_item_scope;
     const app = ctx.guarded.app;
     assertSandboxOpen(app);
-    await ensureSandbox(ctx.services, app.id);
-    const school = await setSandboxSchoolGrantsLineItemScope(ctx.services.store, app.id, ctx.services.config.publicUrl, grants);
+    const school = await setSandboxLineItemScope(ctx.services, app, grants);
     ctx.log.info('sandbox school changed', { app: app.id, grants_line_item_scope: school.grants_line_item_scope });
     return { status: 200, body: school };
   }),
@@ -100,9 +98,9 @@ export const sandboxHandlers: Pick<Handlers<operations>, SandboxOperationId> = {
     const { app } = ctx.guarded;
     const placementId = ctx.params.placement_id;
     const role = ctx.body.as;
-    const ticket = await sandboxLaunchTicket(ctx.services, app, placementId, role);
-    ctx.log.info('sandbox launch ticket issued', { app: app.id, placement: placementId, as: role });
-    return { status: 201, body: { launch_url: ticket.launchUrl, expires: ticket.expires }, headers: { 'Cache-Control': 'no-store' } };
+    const link = await sandboxLaunch(ctx.services, app, placementId, role);
+    ctx.log.info('sandbox launch link issued', { app: app.id, placement: placementId, as: role });
+    return { status: 201, body: { launch_url: link.launchUrl, expires: link.expires }, headers: { 'Cache-Control': 'no-store' } };
   }),
 
   createSandboxCopy: withGuard(appGuard<operations['createSandboxCopy']>(), async (ctx) => {

@@ -9,6 +9,8 @@ import https from 'node:https';
 import { pinnedLookup } from '../../rules/endpoint-url.js';
 import type { LmsEndpointField, ToolHttpClient } from '../outbound/index.js';
 import { OUTBOUND_USER_AGENT } from '../outbound/index.js';
+import type { OwnLms } from './urls.js';
+import { ownLmsTarget } from './urls.js';
 
 export const LMS_TIMEOUT_MS = 10_000;
 /** JWKS, OpenID configurations and AGS answers are small; Brightspace's JWKS is the largest seen. */
@@ -28,17 +30,35 @@ export type LmsAnswer =
   /** Nothing usable came back: the URL failed the rules, or the network or the clock did. */
   | { ok: false; reason: string };
 
+function bare(hostname: string): string {
+  return hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
+}
+
+function portOf(url: URL): number {
+  return url.port !== '' ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
+}
+
 export class LmsHttp {
-  constructor(private readonly outbound: Pick<ToolHttpClient, 'check'>) {}
+  constructor(
+    private readonly outbound: Pick<ToolHttpClient, 'check'>,
+    /** The Sandbox's LMS in process: its URLs are the service's own, exempt from the rules (LTI-43). */
+    private readonly own?: OwnLms,
+  ) {}
 
   /** The endpoint URL rules alone, for a URL stored now and called later. */
-  check(url: string, field: LmsEndpointField): ReturnType<ToolHttpClient['check']> {
+  async check(url: string, field: LmsEndpointField): ReturnType<ToolHttpClient['check']> {
+    const target = ownLmsTarget(this.own, url);
+    if (target) return { ok: true, url: new URL(url).href, hostname: bare(target.hostname), port: portOf(target), addresses: [] };
     return this.outbound.check(url, field);
   }
 
   async request(req: LmsRequest): Promise<LmsAnswer> {
     const timeoutMs = req.timeoutMs ?? LMS_TIMEOUT_MS;
-    const check = await this.outbound.check(req.url, req.field, timeoutMs);
+    const own = ownLmsTarget(this.own, req.url);
+    // The service's own LMS is reached where the process listens (no rules, no pinning: it is itself).
+    const check = own
+      ? ({ ok: true, url: own.href, hostname: bare(own.hostname), port: portOf(own), addresses: [] } as const)
+      : await this.outbound.check(req.url, req.field, timeoutMs);
     if (!check.ok) return { ok: false, reason: check.message };
     const url = new URL(check.url);
     const client = url.protocol === 'https:' ? https : http;
@@ -56,10 +76,10 @@ export class LmsHttp {
           hostname: check.hostname,
           port: check.port,
           path: `${url.pathname}${url.search}`,
-          lookup: pinnedLookup(check.addresses),
+          ...(check.addresses.length > 0 ? { lookup: pinnedLookup(check.addresses) } : {}),
           ...(url.protocol === 'https:' && !/^[\d.:]+$/.test(check.hostname) ? { servername: check.hostname } : {}),
           headers: {
-            Host: url.host,
+            Host: own ? new URL(req.url).host : url.host,
             // Canvas refuses server calls without one.
             'User-Agent': OUTBOUND_USER_AGENT,
             Accept: 'application/json',

@@ -7,6 +7,7 @@ import type { Clock } from '../store/index.js';
 import type { ToolHttpClient } from '../outbound/index.js';
 import { LmsHttp } from './http.js';
 import { PlatformKeys } from './platform-keys.js';
+import type { OwnLms } from './urls.js';
 
 export interface LtiServices {
   /** Calls to LMS URLs under the endpoint URL rules. */
@@ -21,8 +22,8 @@ declare module '../http/services.js' {
   }
 }
 
-export function createLtiServices(deps: { outbound: Pick<ToolHttpClient, 'check'>; clock: Clock }): LtiServices {
-  const lms = new LmsHttp(deps.outbound);
+export function createLtiServices(deps: { outbound: Pick<ToolHttpClient, 'check'>; clock: Clock; ownLms?: OwnLms }): LtiServices {
+  const lms = new LmsHttp(deps.outbound, deps.ownLms);
   return { lms, keys: new PlatformKeys(lms, deps.clock) };
 }
 

@@ -45,3 +45,40 @@ export class LtiUrls {
     }
   }
 }
+
+/**
+ * The service's own LMS: the Sandbox's reference LMS, in process under `{PUBLIC_URL}/lms` (decisions
+ * LTI-40, LTI-43). Its URLs are the service's own, reached through the transport to the process itself,
+ * so the endpoint URL rules (which refuse loopback and private addresses) do not apply to them; they still
+ * apply to every other URL, whatever origin it shares.
+ */
+export interface OwnLms {
+  /** Its issuer, `{PUBLIC_URL}/lms`, read at each call (the service may learn its URL once it listens). */
+  issuer(): string;
+  /** Where this process reaches a URL of its own public origin. */
+  transport(url: string): string;
+}
+
+/**
+ * Where this process sends a request for `url` when it is under its own LMS's issuer (same scheme, host
+ * and port as the issuer, no user info, a path under the issuer's after normalisation); null otherwise.
+ */
+export function ownLmsTarget(own: OwnLms | undefined, url: unknown): URL | null {
+  if (!own || typeof url !== 'string') return null;
+  let parsed: URL;
+  let issuer: URL;
+  try {
+    parsed = new URL(url);
+    issuer = new URL(own.issuer());
+  } catch {
+    return null;
+  }
+  if (parsed.username !== '' || parsed.password !== '' || parsed.origin !== issuer.origin) return null;
+  const base = issuer.pathname.replace(/\/$/, '');
+  if (parsed.pathname !== base && !parsed.pathname.startsWith(`${base}/`)) return null;
+  try {
+    return new URL(own.transport(parsed.href));
+  } catch {
+    return null;
+  }
+}

@@ -37,6 +37,16 @@ export const AGS_SCOPE = {
 
 export const ALL_AGS_SCOPES: readonly string[] = Object.values(AGS_SCOPE);
 
+/** Assignment and Grade Services 2.0's media types. */
+export const AGS_MEDIA_TYPES = {
+  lineItem: 'application/vnd.ims.lis.v2.lineitem+json',
+  lineItemContainer: 'application/vnd.ims.lis.v2.lineitemcontainer+json',
+  score: 'application/vnd.ims.lis.v1.score+json',
+} as const;
+
+/** A client assertion may live at most this long (`exp - iat`), as LTI Advantage's security framework asks. */
+export const MAX_ASSERTION_LIFETIME_SECONDS = 300;
+
 export const TOOL_CONFIGURATION = 'https://purl.imsglobal.org/spec/lti-tool-configuration';
 export const PLATFORM_CONFIGURATION = 'https://purl.imsglobal.org/spec/lti-platform-configuration';
 

@@ -8,23 +8,12 @@ import type { OrganizationRecord, Repositories } from '../store/index.js';
 
 export const SANDBOX_LMS_PATH = '/sandbox-lms';
 
-export const AGS_SCOPES = {
-  score: 'https://purl.imsglobal.org/spec/lti-ags/scope/score',
-  lineItem: 'https://purl.imsglobal.org/spec/lti-ags/scope/lineitem',
-  lineItemReadonly: 'https://purl.imsglobal.org/spec/lti-ags/scope/lineitem.readonly',
-  resultReadonly: 'https://purl.imsglobal.org/spec/lti-ags/scope/result.readonly',
-} as const;
-
-export const AGS_MEDIA_TYPES = {
-  lineItem: 'application/vnd.ims.lis.v2.lineitem+json',
-  lineItemContainer: 'application/vnd.ims.lis.v2.lineitemcontainer+json',
-  score: 'application/vnd.ims.lis.v1.score+json',
-} as const;
+// LTI's own words live in `server/lti/vocabulary.ts`; named here as the S-12 code and its tests know them.
+export { AGS_MEDIA_TYPES, AGS_SCOPE as AGS_SCOPES } from '../lti/vocabulary.js';
 
 /** Access tokens of the Sandbox LMS live an hour (decision S-12). */
 export const SANDBOX_LMS_TOKEN_TTL_SECONDS = 3600;
-/** A client assertion may live at most this long (`exp - iat`), as LTI Advantage asks. */
-export const MAX_ASSERTION_LIFETIME_SECONDS = 300;
+export { MAX_ASSERTION_LIFETIME_SECONDS } from '../lti/vocabulary.js';
 
 function origin(publicUrl: string): string {
   return new URL(publicUrl).origin;

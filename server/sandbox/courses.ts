@@ -11,9 +11,12 @@
 import type { components } from '../../generated/dashboard/types.js';
 import type { Services } from '../http/services.js';
 import { Problem } from '../http/problem.js';
-import { ensureSandboxSchool } from '../sandbox-lms/school.js';
 import type { AppRecord, ContextRecord, MemberGroup, OrganizationRecord, Repositories, UserRecord } from '../store/index.js';
 import { isoFromMs, UniqueViolationError } from '../store/index.js';
+import { ensureLmsCopy, inLms, sandboxCopyCourseId, withLms } from './lms-courses.js';
+import { ensureSandboxRegistration } from './lms-registration.js';
+import type { LmsSandbox } from './lms-sandbox.js';
+import { ensureLmsSandbox, sandboxDeploymentId, sandboxTrialCourseId } from './lms-sandbox.js';
 
 export type SandboxRole = components['schemas']['SandboxRole'];
 export type SandboxUserJson = components['schemas']['SandboxUser'];
@@ -22,8 +25,6 @@ export type SandboxCourseJson = components['schemas']['SandboxCourse'];
 
 export const SANDBOX_ROLES: readonly SandboxRole[] = ['instructor', 'assistant', 'manager', 'student_1', 'student_2'];
 
-/** The LMS course ID of the trial course inside the tool's Sandbox school. */
-export const TRIAL_COURSE_EXTERNAL_ID = 'sandbox-trial-course';
 export const TRIAL_COURSE_NAME = 'Sandbox course';
 /** The trial course's code: `SANDBOX-` + the term it was made in (`2026F`), so a copy can move to the next term. */
 export function trialCourseLabel(nowMs: number): string {
@@ -73,21 +74,64 @@ async function enrolTrialUsers(tx: Repositories, school: OrganizationRecord, con
 }
 
 export interface SandboxHome {
+  /** The deployment `sandbox-<app_id>` of the service's registration with its Sandbox LMS (LTI-44). */
   school: OrganizationRecord;
+  /** The service's context of the LMS course `sandbox-<app_id>-trial`. */
   trial: ContextRecord;
+  lms: LmsSandbox;
 }
 
-/** The tool's Sandbox school and trial course, made on first need. Does not look at the tool's status. */
-export async function ensureSandbox(services: Pick<Services, 'store' | 'config' | 'clock'>, appId: string): Promise<SandboxHome> {
+/**
+ * The tool's Sandbox school and trial course, made on first need (decision LTI-44): the school is the
+ * deployment `sandbox-<app_id>` of the service's registration with its Sandbox LMS, exactly the school an
+ * LMS launch into it records; the trial course is made here first, under the LMS course ID, with its trial
+ * users (so racing first needs make one course), then the LMS's side of it. Does not look at the tool's status.
+ */
+export async function ensureSandbox(services: Services, appId: string): Promise<SandboxHome> {
   const { store } = services;
-  const school = await ensureSandboxSchool(store, appId, services.config.publicUrl, SANDBOX_SCHOOL_TITLE);
-  const existing = await store.contexts.findByExternal(school.id, TRIAL_COURSE_EXTERNAL_ID);
-  if (existing) return { school, trial: existing };
+  const registration = await withLms(services, appId, () => ensureSandboxRegistration(services));
+  const deployment = sandboxDeploymentId(appId);
+  const school =
+    (await store.organizations.find(registration.issuer, registration.clientId, deployment)) ??
+    (await adoptSchool(services, registration.issuer, registration.clientId, deployment)) ??
+    (await store.organizations.upsert({ issuer: registration.issuer, client: registration.clientId, deployment, title: SANDBOX_SCHOOL_TITLE }));
+  const trial = await ensureTrialCourse(services, school, appId);
+  const lms = await withLms(services, appId, () =>
+    ensureLmsSandbox(services, appId, { title: trial.name, label: trial.label ?? '', schoolTitle: school.title }),
+  );
+  return { school, trial, lms };
+}
+
+/**
+ * The Sandbox school of an earlier registration with the same LMS (same issuer, same deployment ID), moved
+ * to the current client: the LMS lost its store and registered the service again (LTI-46), and the tool's
+ * Sandbox (trial course, people, placements, rows) carries on; the LMS side is made again under the same
+ * IDs. Null when there is none.
+ */
+async function adoptSchool(services: Pick<Services, 'store' | 'log'>, issuer: string, client: string, deployment: string): Promise<OrganizationRecord | null> {
+  const [earlier] = await services.store.organizations.listByDeployment(issuer, deployment);
+  if (!earlier) return null;
   try {
-    const trial = await store.transaction(async (tx) => {
+    const moved = await services.store.organizations.setClient(earlier.id, client);
+    if (moved) services.log.warn('a Sandbox school moved to the new registration of its LMS', { organization: earlier.id, from: earlier.client, to: client });
+    return moved;
+  } catch (err) {
+    // A need racing this one moved it, or made the school under the new client: read what is there.
+    if (!(err instanceof UniqueViolationError)) throw err;
+    return services.store.organizations.find(issuer, client, deployment);
+  }
+}
+
+async function ensureTrialCourse(services: Pick<Services, 'store' | 'clock'>, school: OrganizationRecord, appId: string): Promise<ContextRecord> {
+  const { store } = services;
+  const externalId = sandboxTrialCourseId(appId);
+  const existing = await store.contexts.findByExternal(school.id, externalId);
+  if (existing) return existing;
+  try {
+    return await store.transaction(async (tx) => {
       const context = await tx.contexts.create({
         organizationId: school.id,
-        externalId: TRIAL_COURSE_EXTERNAL_ID,
+        externalId,
         name: TRIAL_COURSE_NAME,
         label: trialCourseLabel(services.clock.nowMs()),
         sandboxAppId: appId,
@@ -95,18 +139,17 @@ export async function ensureSandbox(services: Pick<Services, 'store' | 'config' 
       await enrolTrialUsers(tx, school, context);
       return context;
     });
-    return { school, trial };
   } catch (err) {
     if (!(err instanceof UniqueViolationError)) throw err;
-    const winner = await store.contexts.findByExternal(school.id, TRIAL_COURSE_EXTERNAL_ID);
+    const winner = await store.contexts.findByExternal(school.id, externalId);
     if (!winner) throw err;
-    return { school, trial: winner };
+    return winner;
   }
 }
 
 /** The Sandbox course `contextId` names (default the trial course), or 404 when it is none of the tool's. */
 export async function sandboxContext(
-  services: Pick<Services, 'store' | 'config' | 'clock'>,
+  services: Services,
   app: AppRecord,
   contextId: string | undefined,
 ): Promise<{ home: SandboxHome; context: ContextRecord }> {
@@ -137,21 +180,29 @@ export interface CopyInput {
 
 /**
  * A copy of a Sandbox course, as an LMS course copy makes one (GAP-38): a new course naming its parent,
- * the same trial users under new memberships, nothing placed and no data copied.
+ * the same trial users under new memberships, nothing placed and no data copied. In the Sandbox's LMS it
+ * is an LMS course copy (`$Context.id.history` names the parent), made after the service's course under
+ * the ID derived from it (LTI-47). A copy of a course of an older Sandbox school is made as before.
  */
-export async function copySandboxCourse(services: Pick<Services, 'store' | 'config' | 'clock'>, app: AppRecord, input: CopyInput): Promise<ContextRecord> {
+export async function copySandboxCourse(services: Services, app: AppRecord, input: CopyInput): Promise<ContextRecord> {
   const { home, context: parent } = await sandboxContext(services, app, input.parentContextId);
-  return services.store.transaction(async (tx) => {
-    const copy = await tx.contexts.create({
-      organizationId: home.school.id,
+  const school = inLms(home.school, parent) ? home.school : await services.store.organizations.get(parent.organizationId);
+  if (!school) throw new Error(`Sandbox course ${parent.id} lost its school`);
+  const copy = await services.store.transaction(async (tx) => {
+    const made = await tx.contexts.create({
+      organizationId: school.id,
       name: input.course?.name ?? parent.name,
       label: input.course ? (input.course.label ?? null) : nextTermLabel(parent.label),
       parentContextId: parent.id,
       sandboxAppId: app.id,
+      // Its LMS course ID, chosen here so the service's course exists before the LMS is asked.
+      ...(inLms(home.school, parent) ? { externalId: sandboxCopyCourseId(app.id) } : {}),
     });
-    await enrolTrialUsers(tx, home.school, copy);
-    return copy;
+    await enrolTrialUsers(tx, school, made);
+    return made;
   });
+  if (inLms(home.school, parent)) await withLms(services, app.id, () => ensureLmsCopy(services, parent, copy));
+  return copy;
 }
 
 /**

@@ -10,21 +10,26 @@ import { Problem } from '../http/problem.js';
 import { issueLaunchTicket } from '../launch-page/tickets.js';
 import type { IssuedTicket } from '../launch-page/tickets.js';
 import { openPicker, placeFromPicker, placementErrorOf, placementJson, placementJsonOf, provisionsOnFirstNeed } from '../placements/index.js';
-import type { Picker, PlacementJson } from '../placements/index.js';
+import type { Picker, PlacementJson, PlacementOutcome } from '../placements/index.js';
 import { readSandboxGradebook } from '../sandbox-lms/gradebook.js';
-import type { AppRecord, PlacementRecord, ProvisioningLevel, ProvisioningState } from '../store/index.js';
+import { AgsPublisher } from '../scores/ags.js';
+import type { AppRecord, ContextRecord, PlacementRecord, ProvisioningLevel, ProvisioningState } from '../store/index.js';
 import { isoFromMs } from '../store/index.js';
 import type { SandboxRole } from './courses.js';
 import {
   ensureSandbox,
   lastResetOf,
   roleOfTrialUser,
+  SANDBOX_ROLES,
   sandboxContext,
   sandboxCopies,
   sandboxCourseJson,
   sandboxUsers,
   trialMemberId,
+  trialUserExternalId,
 } from './courses.js';
+import { ensureLmsLink, inLms, lmsGradebook, lmsLaunch, withLms } from './lms-courses.js';
+import { sandboxLmsClient } from './lms-registration.js';
 
 export type SandboxJson = components['schemas']['Sandbox'];
 export type SandboxGradebookJson = components['schemas']['SandboxGradebook'];
@@ -84,6 +89,20 @@ export async function readSandbox(services: Services, app: AppRecord): Promise<S
   };
 }
 
+/**
+ * `putSandboxSchool` (LTI-49): whether the Sandbox school's developer key grants the line-item scope is
+ * the LMS registration's setting (`grants_line_item_scope`, LTI-35), which the LMS applies to the next
+ * tokens and launches; the school record keeps the same answer for `getSandbox`.
+ */
+export async function setSandboxLineItemScope(services: Services, app: AppRecord, grants: boolean): Promise<{ grants_line_item_scope: boolean }> {
+  const { school, lms } = await ensureSandbox(services, app.id);
+  const registration = await withLms(services, app.id, () => sandboxLmsClient(services).setLineItemScope(lms.registration.clientId, grants));
+  // The next score asks a new token, as with S-12's client of its own per tool: a cached one keeps its scopes.
+  if (services.publisher instanceof AgsPublisher) services.publisher.forgetClient(lms.registration.tokenUrl, lms.registration.clientId);
+  await services.store.organizations.setGrantsLineItemScope(school.id, registration.grants_line_item_scope);
+  return { grants_line_item_scope: registration.grants_line_item_scope };
+}
+
 /** Opens the picker in a Sandbox course as its trial instructor. */
 export async function openSandboxPicker(services: Services, app: AppRecord, contextId: string | undefined): Promise<Picker> {
   const { context } = await sandboxContext(services, app, contextId);
@@ -112,30 +131,73 @@ export interface SandboxPlaceInput {
   contextId?: string;
 }
 
-/** Places one location of the course's last picker answer, as the instructor's confirmation does. */
+/**
+ * Places one location of the course's last picker answer, as the instructor's confirmation does; in the
+ * Sandbox's LMS the placement is then an LMS resource link, whose gradebook column is the assessment's
+ * line item (LTI-45): the LMS makes the column, as a school's LMS does (LTI-15).
+ */
 export async function placeInSandbox(services: Services, app: AppRecord, input: SandboxPlaceInput): Promise<PlacementJson> {
-  const { context } = await sandboxContext(services, app, input.contextId);
+  const { home, context } = await sandboxContext(services, app, input.contextId);
   assertSandboxOpen(app);
+  const viaLms = inLms(home.school, context);
+  let outcome: PlacementOutcome;
   try {
-    const outcome = await placeFromPicker(services, {
+    outcome = await placeFromPicker(services, {
       appId: app.id,
       contextId: context.id,
       extid: input.extid,
       ...(input.label !== undefined ? { label: input.label } : {}),
+      ...(viaLms ? { lineItem: false } : {}),
     });
-    return placementJson(outcome);
   } catch (err) {
     throw asProblem(err);
   }
+  if (viaLms) {
+    const { placement } = await withLms(services, app.id, () => ensureLmsLink(services, home.school, context, outcome.placement));
+    outcome = { ...outcome, placement };
+  }
+  return placementJson(outcome);
 }
 
-/** A launch ticket for a trial user into a Sandbox placement. */
-export async function sandboxLaunchTicket(services: Services, app: AppRecord, placementId: string, role: SandboxRole): Promise<IssuedTicket> {
+export interface SandboxLaunchLink {
+  launchUrl: string;
+  expires: string;
+}
+
+/** The Sandbox placement a dashboard call names, or 404. */
+async function sandboxPlacement(services: Services, app: AppRecord, placementId: string): Promise<{ placement: PlacementRecord; context: ContextRecord }> {
   const placement = await services.store.placements.get(placementId);
   const context = placement && placement.appId === app.id ? await services.store.contexts.get(placement.contextId) : null;
   if (!placement || !context || context.sandboxAppId !== app.id) {
     throw new Problem(404, 'placement_not_found', `placement ${placementId} is not in the Sandbox of app ${app.id}`);
   }
+  return { placement, context };
+}
+
+/**
+ * A launch link for a trial user into a Sandbox placement (LTI-45): the LMS's launch URL, which runs the
+ * LMS's launch, the service's OIDC login, the LMS's authorization and the service's id_token validation
+ * before the launch page provisions and posts to the tool, as a school's launch does. A placement in a
+ * course of an older Sandbox school (not in this LMS) keeps the launch page's ticket.
+ */
+export async function sandboxLaunch(services: Services, app: AppRecord, placementId: string, role: SandboxRole): Promise<SandboxLaunchLink> {
+  const { placement, context } = await sandboxPlacement(services, app, placementId);
+  assertSandboxOpen(app);
+  const home = await ensureSandbox(services, app.id);
+  if (inLms(home.school, context)) {
+    const { url, expires } = await withLms(services, app.id, () => lmsLaunch(services, home.school, context, placement, role));
+    return { launchUrl: url, expires };
+  }
+  const ticket = await sandboxLaunchTicket(services, app, placementId, role);
+  return { launchUrl: ticket.launchUrl, expires: ticket.expires };
+}
+
+/**
+ * A launch ticket for a trial user into a Sandbox placement: the signed launch as data (OPS-01) and
+ * courses of an older Sandbox school, which no browser's LTI launch reaches.
+ */
+export async function sandboxLaunchTicket(services: Services, app: AppRecord, placementId: string, role: SandboxRole): Promise<IssuedTicket> {
+  const { placement, context } = await sandboxPlacement(services, app, placementId);
   assertSandboxOpen(app);
   const memberId = await trialMemberId(services, context, role);
   try {
@@ -145,9 +207,49 @@ export async function sandboxLaunchTicket(services: Services, app: AppRecord, pl
   }
 }
 
-/** The Grades tab of one Sandbox course: the last score per trial user in each column. */
+const ROLE_ORDER: readonly SandboxRole[] = ['instructor', 'assistant', 'manager', 'student_1', 'student_2'];
+
+/**
+ * The Grades tab of one Sandbox course: the last score per trial user in each column, read from the
+ * LMS's gradebook (LTI-48) in the shape of the S-12 tab: a column's `line_item_id` is its line item as
+ * the placement holds it, scores are the trial users' (`sub` = their external ID) with their member IDs.
+ */
 export async function readSandboxGrades(services: Services, app: AppRecord, contextId: string | undefined): Promise<SandboxGradebookJson> {
-  const { context } = await sandboxContext(services, app, contextId);
+  const { home, context } = await sandboxContext(services, app, contextId);
   assertSandboxOpen(app);
-  return readSandboxGradebook(services.store, context, (_member, user) => roleOfTrialUser(user));
+  if (!inLms(home.school, context)) return readSandboxGradebook(services.store, context, (_member, user) => roleOfTrialUser(user));
+  const book = await withLms(services, app.id, () => lmsGradebook(services, context));
+  const placements = await services.store.placements.listByContext(context.id, app.id);
+  const users = await sandboxUsers(services, context);
+  const released = (await services.store.apps.get(app.id))?.gradesReleased ?? true;
+  const columns: SandboxGradebookJson['columns'] = [];
+  for (const column of book.columns) {
+    const placement = placements.find((p) => p.lineItemId === column.id) ?? null;
+    const scores: SandboxGradebookJson['columns'][number]['scores'] = [];
+    for (const score of column.scores) {
+      const role = SANDBOX_ROLES.find((r) => trialUserExternalId(r) === score.userId);
+      if (!role) continue;
+      scores.push({
+        role,
+        member_id: users[role].member_id,
+        score_given: score.scoreGiven,
+        score_maximum: score.scoreMaximum,
+        comment: score.comment === '' ? null : score.comment,
+        activity_progress: score.activityProgress as SandboxGradebookJson['columns'][number]['scores'][number]['activity_progress'],
+        grading_progress: score.gradingProgress as SandboxGradebookJson['columns'][number]['scores'][number]['grading_progress'],
+        timestamp: score.timestamp,
+        received: score.received,
+      });
+    }
+    scores.sort((a, b) => ROLE_ORDER.indexOf(a.role) - ROLE_ORDER.indexOf(b.role));
+    columns.push({
+      line_item_id: placement?.lineItemId ?? column.id,
+      placement_id: placement?.id ?? null,
+      label: column.label,
+      score_maximum: column.scoreMaximum,
+      grades_released: released,
+      scores,
+    });
+  }
+  return { context_id: context.id, columns };
 }

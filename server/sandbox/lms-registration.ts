@@ -7,9 +7,10 @@
 import type { Services } from '../http/services.js';
 import type { LtiRegistrationRecord } from '../store/index.js';
 import { SandboxLmsClient } from './lms-client.js';
+import type { SandboxLmsHost } from './lms-host.js';
 
-/** One registration in flight per process: two first needs at once make one registration. */
-const inFlight = new WeakMap<Services, Promise<LtiRegistrationRecord>>();
+/** One registration per LMS host: two first needs at once make one registration. */
+const known = new WeakMap<SandboxLmsHost, Promise<LtiRegistrationRecord>>();
 
 export function sandboxLmsClient(services: Pick<Services, 'sandboxLms'>): SandboxLmsClient {
   const host = services.sandboxLms;
@@ -56,11 +57,25 @@ async function register(services: Services): Promise<LtiRegistrationRecord> {
   return registration;
 }
 
+/**
+ * The registration, found or made once per LMS host (decision LTI-44): later needs of the process reuse it
+ * with no call to the LMS. A host made anew (a test swapping the LMS whose store was lost) is asked again;
+ * a failed attempt is not remembered.
+ */
 export function ensureSandboxRegistration(services: Services): Promise<LtiRegistrationRecord> {
-  let pending = inFlight.get(services);
+  const host = services.sandboxLms;
+  let pending = known.get(host);
   if (!pending) {
-    pending = register(services).finally(() => inFlight.delete(services));
-    inFlight.set(services, pending);
+    pending = register(services);
+    known.set(host, pending);
+    pending.catch(() => {
+      if (known.get(host) === pending) known.delete(host);
+    });
   }
   return pending;
+}
+
+/** Forgets the registration found for the current host: the next need asks the LMS again (a lost store). */
+export function forgetSandboxRegistration(services: Pick<Services, 'sandboxLms'>): void {
+  known.delete(services.sandboxLms);
 }

@@ -43,7 +43,7 @@ export interface LmsSandbox {
 }
 
 /** Runs a control that makes a record under a chosen ID; the LMS's 409 means the record exists. */
-async function made(create: () => Promise<unknown>): Promise<void> {
+export async function exists(create: () => Promise<unknown>): Promise<void> {
   try {
     await create();
   } catch (err) {
@@ -51,23 +51,59 @@ async function made(create: () => Promise<unknown>): Promise<void> {
   }
 }
 
-export async function ensureLmsSandbox(
-  services: Services,
-  appId: string,
-  course: { title: string; label: string; schoolTitle: string },
-): Promise<LmsSandbox> {
+/** The LMS side made by this process, per LMS host and tool: later needs make no control call. */
+const made = new WeakMap<object, Map<string, Promise<LmsSandbox>>>();
+
+async function makeLmsSandbox(services: Services, appId: string, course: { title: string; label: string; schoolTitle: string }): Promise<LmsSandbox> {
   const registration = await ensureSandboxRegistration(services);
   const lms = sandboxLmsClient(services);
   const deploymentId = sandboxDeploymentId(appId);
   const courseId = sandboxTrialCourseId(appId);
-  await made(() => lms.createDeployment(registration.clientId, course.schoolTitle, deploymentId));
-  await made(() => lms.createCourse({ id: courseId, deployment_id: deploymentId, title: course.title, label: course.label }));
+  await exists(() => lms.createDeployment(registration.clientId, course.schoolTitle, deploymentId));
+  await exists(() => lms.createCourse({ id: courseId, deployment_id: deploymentId, title: course.title, label: course.label }));
   for (const role of SANDBOX_ROLES) {
     const person = TRIAL_PEOPLE[role];
     const sub = trialUserExternalId(role);
-    await made(() => lms.createUser({ sub, given_name: person.givenName, family_name: person.familyName, email: person.email }));
+    await exists(() => lms.createUser({ sub, given_name: person.givenName, family_name: person.familyName, email: person.email }));
     // An enrolment is a PUT: making it again changes nothing.
     await lms.enrol(courseId, sub, [TRIAL_LIS_ROLES[role]]);
   }
   return { registration, deploymentId, courseId };
+}
+
+export function ensureLmsSandbox(
+  services: Services,
+  appId: string,
+  course: { title: string; label: string; schoolTitle: string },
+): Promise<LmsSandbox> {
+  const host = services.sandboxLms;
+  let byApp = made.get(host);
+  if (!byApp) {
+    byApp = new Map();
+    made.set(host, byApp);
+  }
+  let pending = byApp.get(appId);
+  if (!pending) {
+    pending = makeLmsSandbox(services, appId, course);
+    byApp.set(appId, pending);
+    const mine = byApp;
+    pending.catch(() => {
+      if (mine.get(appId) === pending) mine.delete(appId);
+    });
+  }
+  return pending;
+}
+
+/**
+ * Forgets what this process made in its LMS for the tool: the LMS answered 404 for a record made earlier,
+ * so its store was lost (a restart on PostgreSQL before the LMS's store is shared, LTI-41); the next need
+ * makes the records again under the same IDs (decision LTI-46).
+ */
+export function forgetLmsSandbox(services: Pick<Services, 'sandboxLms'>, appId: string): void {
+  made.get(services.sandboxLms)?.delete(appId);
+}
+
+/** Whether an LMS answer means a record this process made is gone from the LMS. */
+export function isLostRecord(err: unknown): boolean {
+  return err instanceof SandboxLmsControlError && err.status === 404;
 }

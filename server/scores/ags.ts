@@ -15,7 +15,7 @@
  * timestamp so it supersedes. This keeps a struggling LMS from receiving a storm of retries.
  */
 import { randomUUID } from 'node:crypto';
-import { AGS_MEDIA_TYPES, AGS_SCOPES, MAX_ASSERTION_LIFETIME_SECONDS } from '../sandbox-lms/school.js';
+import { AGS_MEDIA_TYPES, AGS_SCOPE as AGS_SCOPES, MAX_ASSERTION_LIFETIME_SECONDS } from '../lti/vocabulary.js';
 import type { Clock } from '../store/index.js';
 import type { LmsPlatform, LmsRegistry } from './lms-registry.js';
 import type { LmsResponse, Publication, PublicationOutcome, Publisher } from './publisher.js';
@@ -226,6 +226,15 @@ export class AgsPublisher implements Publisher {
     const second = await this.token(platform, scopes);
     if (!second.ok) return { outcome: second.outcome };
     return { response: await call(second.token.accessToken) };
+  }
+
+  /**
+   * Drops this process's cached tokens of one client: its LMS changed what it grants (the Sandbox's
+   * line-item scope, decision LTI-49), and tokens already issued keep the scopes they were issued with.
+   */
+  forgetClient(tokenUrl: string, clientId: string): void {
+    const prefix = `${tokenUrl}\n${clientId}\n`;
+    for (const key of [...this.tokens.keys()]) if (key.startsWith(prefix)) this.tokens.delete(key);
   }
 
   private cacheKey(platform: LmsPlatform, scopes: readonly string[]): string {

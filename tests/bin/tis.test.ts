@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDashboardClient, type DashboardClient } from '../../client/index.ts';
 import { REPO_ROOT, startQuizTool, type QuizProcess } from '../e2e/support.ts';
 import { startServer, type TestServer } from '../server/harness.ts';
+import { launchPageOf } from '../server/sandbox/launch-chain.ts';
 
 interface Run {
   code: number;
@@ -190,8 +191,9 @@ describe('tis CLI', () => {
 
     const run = await tis(['sandbox-launch-url', appId, placed.data.id, '--as', 'instructor'], env);
     expect(run.code).toBe(0);
-    const url = run.stdout.trim();
-    expect(url).toMatch(new RegExp(`^${server.url}/launch/[A-Za-z0-9_-]+$`));
+    // The Sandbox LMS's launch URL (decision LTI-45), followed like a browser to the launch page.
+    expect(run.stdout.trim()).toMatch(new RegExp(`^${server.url}/lms/launch/[A-Za-z0-9_-]+$`));
+    const url = await launchPageOf(run.stdout.trim());
     expect(run.stderr).toMatch(/^Open it in a browser before \d{4}-\d{2}-\d{2}T.+; it works once\.\n$/);
     // The page a browser would get: the launch form for the tool's callback URL, or the Provisioning
     // page while the tool is still setting the placement up (it keeps the ticket and reloads).

@@ -211,6 +211,25 @@ export class OrganizationsRepo {
     return row ? toOrganization(row) : null;
   }
 
+  /** The schools of one deployment ID under one issuer, whatever their client: oldest first. */
+  async listByDeployment(issuer: string, deployment: string): Promise<OrganizationRecord[]> {
+    const rows = await this.ctx.db.all<OrganizationRow>(
+      `SELECT ${ORG_COLUMNS} FROM organizations WHERE issuer = ? AND deployment = ? ORDER BY created_at, id`,
+      [issuer, deployment],
+    );
+    return rows.map(toOrganization);
+  }
+
+  /**
+   * Moves a school to another client of the same issuer (the Sandbox's LMS registered the service again
+   * after losing its store, decision LTI-46). Null when the school is gone; a unique violation when the
+   * client already has that deployment.
+   */
+  async setClient(id: string, client: string): Promise<OrganizationRecord | null> {
+    await this.ctx.db.run('UPDATE organizations SET client = ?, updated_at = ? WHERE id = ?', [client, this.ctx.clock.nowMs(), id]);
+    return this.get(id);
+  }
+
   async setGrantsLineItemScope(id: string, grants: boolean): Promise<OrganizationRecord | null> {
     await this.ctx.db.run('UPDATE organizations SET grants_line_item_scope = ?, updated_at = ? WHERE id = ?', [
       grants,
@@ -239,17 +258,25 @@ export class ContextsRepo {
          ON CONFLICT (organization_id, external_id) DO NOTHING`,
         [newId('ctx'), input.organizationId, input.externalId, input.name, input.label ?? null, now, now],
       );
-      if (input.label !== undefined) {
+      // Only a change moves `updated_at`: a launch that repeats the course's name and label is no change
+      // (the Sandbox's trial course tells its last reset by it, decision LTI-45).
+      if (input.label === null) {
         await tx.run(
-          'UPDATE contexts SET name = ?, label = ?, updated_at = ? WHERE organization_id = ? AND external_id = ?',
-          [input.name, input.label, now, input.organizationId, input.externalId],
+          'UPDATE contexts SET name = ?, label = NULL, updated_at = ? WHERE organization_id = ? AND external_id = ? AND (name <> ? OR label IS NOT NULL)',
+          [input.name, now, input.organizationId, input.externalId, input.name],
+        );
+      } else if (input.label !== undefined) {
+        await tx.run(
+          'UPDATE contexts SET name = ?, label = ?, updated_at = ? WHERE organization_id = ? AND external_id = ? AND (name <> ? OR label IS NULL OR label <> ?)',
+          [input.name, input.label, now, input.organizationId, input.externalId, input.name, input.label],
         );
       } else {
-        await tx.run('UPDATE contexts SET name = ?, updated_at = ? WHERE organization_id = ? AND external_id = ?', [
+        await tx.run('UPDATE contexts SET name = ?, updated_at = ? WHERE organization_id = ? AND external_id = ? AND name <> ?', [
           input.name,
           now,
           input.organizationId,
           input.externalId,
+          input.name,
         ]);
       }
       const row = await tx.get<ContextRow>(

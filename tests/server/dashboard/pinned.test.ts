@@ -17,6 +17,7 @@ import { requestLocations } from '../../../server/placements/index.js';
 import { PlacementError } from '../../../server/placements/index.js';
 import type { Builder, Caller } from './helpers.js';
 import { caller, createBuilder, expectProblem, platformToken, register } from './helpers.js';
+import { launchPageOf } from '../sandbox/launch-chain.js';
 
 const LOCATIONS = {
   message: 'Pick <b>what</b> to add',
@@ -116,9 +117,10 @@ async function provisioned(appId: string): Promise<Placement[]> {
 async function launchAs(appId: string, placementId: string, as: string): Promise<Json> {
   const ticket = await builder.call<{ launch_url: string }>('POST', `/apps/${appId}/sandbox/placements/${placementId}/launches`, { as });
   expect(ticket.status).toBe(201);
+  const launchPage = await launchPageOf(ticket.body.launch_url);
   const page = await until(
     async () => {
-      const res = await fetch(ticket.body.launch_url);
+      const res = await fetch(launchPage);
       return { status: res.status, html: await res.text() };
     },
     (p) => p.status !== 202,
@@ -168,7 +170,8 @@ describe('a tool pinned to 2026-08-19', () => {
     // The placement copies the entry; both levels are provisioned at once, with no request (S-40, S-41).
     const placement = await place(appId, quiz['id'] as string);
     expect(placement.location).toMatchObject({ id: quiz['id'], extid: quiz['id'], type: 'assessment', label: 'Unit 3 quiz', points: 100 });
-    expect(placement.line_item_id).toMatch(/^lit_/);
+    // Its column is the Sandbox LMS's, by its AGS URL (LTI-45).
+    expect(placement.line_item_id).toMatch(new RegExp(`^${server.url}/lms/`));
     expect(placement.provisioning).toEqual({ context: 'provisioned', location: 'provisioned', error: null });
     const listed = (await builder.call<{ placements: Placement[] }>('GET', `/apps/${appId}/sandbox/placements`)).body.placements;
     expect(listed.map((p) => p.provisioning)).toEqual([{ context: 'provisioned', location: 'provisioned', error: null }]);
@@ -231,7 +234,7 @@ describe('a tool pinned to 2026-08-19 deleting a placed location', () => {
     const launchesBefore = tool.to('/launch').length;
     const ticket = await builder.call<{ launch_url: string }>('POST', `/apps/${appId}/sandbox/placements/${placement.id}/launches`, { as: 'student_1' });
     expect(ticket.status).toBe(201);
-    const page = await fetch(ticket.body.launch_url);
+    const page = await fetch(await launchPageOf(ticket.body.launch_url));
     expect(page.status).toBe(410);
     const html = await page.text();
     expect(html).toContain('This activity is no longer available');

@@ -9,6 +9,7 @@ import type { TestServer } from '../harness.js';
 import { startServer } from '../harness.js';
 import type { Builder } from './helpers.js';
 import { caller, createBuilder, platformToken, register } from './helpers.js';
+import { launchPageOf } from '../sandbox/launch-chain.js';
 
 let server: TestServer;
 let builder: Builder;
@@ -30,14 +31,12 @@ async function placedTool(): Promise<{ appId: string; placementId: string; trial
   return { appId, placementId: placed.body.id, trial: placed.body.context_id };
 }
 
-function ticketOf(launchUrl: string): string {
-  return launchUrl.slice(launchUrl.lastIndexOf('/') + 1);
-}
-
+/** The ticket a launch link leads to: the LMS's launch runs until the launch page (LTI-45). */
 async function issue(appId: string, placementId: string): Promise<string> {
   const issued = await builder.call<{ launch_url: string }>('POST', `/apps/${appId}/sandbox/placements/${placementId}/launches`, { as: 'instructor' });
   expect(issued.status).toBe(201);
-  return ticketOf(issued.body.launch_url);
+  const page = await launchPageOf(issued.body.launch_url);
+  return page.slice(page.lastIndexOf('/') + 1);
 }
 
 describe('a Sandbox reset', () => {

@@ -15,6 +15,8 @@ import type { RecordedRequest, Route, ToolServer } from '../outbound/fixtures.js
 import { answer, startToolServer, verifyToken } from '../outbound/fixtures.js';
 import type { Builder, Caller } from './helpers.js';
 import { caller, createBuilder, expectProblem, platformToken, register } from './helpers.js';
+import { launchPageOf } from '../sandbox/launch-chain.js';
+import { sandboxLmsClient } from '../../../server/sandbox/lms-registration.js';
 
 const LOCATIONS = {
   message: 'Pick <b>what</b> to add',
@@ -115,8 +117,11 @@ async function launchAs(appId: string, placementId: string, as: string): Promise
   const ticket = await builder.call<{ launch_url: string; expires: string }>('POST', `/apps/${appId}/sandbox/placements/${placementId}/launches`, { as });
   expect(ticket.status).toBe(201);
   expect(ticket.headers.get('cache-control')).toBe('no-store');
-  expect(ticket.body.launch_url).toMatch(new RegExp(`^${server.url}/launch/[A-Za-z0-9_-]{43}$`));
-  const opened = await until(() => openAndSubmit(ticket.body.launch_url), (o) => o.status !== 202);
+  // The LMS's launch URL (LTI-45): its chain through OIDC login ends on the launch page.
+  expect(ticket.body.launch_url).toMatch(new RegExp(`^${server.url}/lms/launch/[^/]+$`));
+  const launchPage = await launchPageOf(ticket.body.launch_url);
+  expect(launchPage).toMatch(new RegExp(`^${server.url}/launch/[A-Za-z0-9_-]{43}$`));
+  const opened = await until(() => openAndSubmit(launchPage), (o) => o.status !== 202);
   expect(opened.status).toBe(200);
   return claimsOf(opened.posted as RecordedRequest, appId);
 }
@@ -129,7 +134,9 @@ describe('the whole flow', () => {
     const fresh = await builder.call<Json & { users: Record<string, Json>; organization: Json }>('GET', `/apps/${appId}/sandbox`);
     expect(fresh.status).toBe(200);
     expect(fresh.body).toMatchObject({ app_id: appId, provisioning: null, placements: [], copies: [], last_reset: null, school: { grants_line_item_scope: true } });
-    expect(fresh.body.organization).toMatchObject({ issuer: `${server.url}/sandbox-lms`, client: `sandbox-${appId}`, deployment: `sandbox-${appId}` });
+    // The deployment sandbox-<app_id> of the service's registration with its Sandbox LMS (LTI-44).
+    const registration = await server.services.store.lti.listRegistrationsByIssuer(`${server.url}/lms`);
+    expect(fresh.body.organization).toMatchObject({ issuer: `${server.url}/lms`, client: registration[0]?.clientId, deployment: `sandbox-${appId}` });
     expect(Object.values(fresh.body.users).map((u) => u['groups'])).toEqual([['instructor'], ['assistant'], ['manager'], ['student'], ['student']]);
     const trial = String(fresh.body['context']);
     const users = fresh.body.users as Record<string, { member_id: string; user_id: string }>;
@@ -152,7 +159,8 @@ describe('the whole flow', () => {
     expect(placed.status).toBe(201);
     expect(placed.headers.get('location')).toBe(`/dashboard/v1/apps/${appId}/sandbox/placements?context_id=${trial}`);
     expect(placed.body).toMatchObject({ context_id: trial, location: { extid: 'quiz-1', type: 'assessment', label: 'Week 1 quiz', points: 20 } });
-    expect(placed.body.line_item_id).toMatch(/^lit_/);
+    // The column the Sandbox's LMS made for the placement's resource link, by its AGS URL (LTI-45).
+    expect(placed.body.line_item_id).toMatch(new RegExp(`^${server.url}/lms/`));
     const provisionRequests = tool.to('/provision').slice(sinceProvision);
     expect(provisionRequests).toHaveLength(2);
     const [courseLevel, locationLevel] = await Promise.all(provisionRequests.map((r) => claimsOf(r, appId)));
@@ -190,10 +198,12 @@ describe('the whole flow', () => {
     expect(history.body.attempts.map((a) => a['id'])).toEqual([attempt['id']]);
 
     // Reset: the stored data, tokens and unused tickets go, the course and its placements stay.
+    // (The ticket is minted when the LMS launch reaches the service: a link opened but not launched.)
     const unused = await builder.call<{ launch_url: string }>('POST', `/apps/${appId}/sandbox/placements/${placed.body.id}/launches`, { as: 'manager' });
+    const unusedPage = await launchPageOf(unused.body.launch_url);
     const sinceReset = tool.to('/provision').length;
     expect((await builder.call('POST', `/apps/${appId}/sandbox/reset`)).status).toBe(204);
-    expect((await fetch(unused.body.launch_url)).status).toBe(404);
+    expect((await fetch(unusedPage)).status).toBe(404);
     const afterReset = await builder.call<Json & { placements: Placement[] }>('GET', `/apps/${appId}/sandbox`);
     expect(afterReset.body).toMatchObject({ context: trial, provisioning: null, copies: [] });
     expect(afterReset.body['last_reset']).toEqual(expect.any(String));
@@ -226,6 +236,10 @@ describe('the whole flow', () => {
     expect(copied.body).toMatchObject({ parent_context: trial, course: { name: 'Sandbox course', label: nextTerm }, provisioning: null });
     expect(copied.body.users['student_1']?.user_id).toBe(users['student_1']?.user_id);
     expect(copied.body.users['student_1']?.member_id).not.toBe(users['student_1']?.member_id);
+    // In the Sandbox's LMS, a course copy of the trial course, its history naming it, the trial users enrolled (LTI-47).
+    const lmsCopy = await sandboxLmsClient(server.services).course((await server.services.store.contexts.get(copy))?.externalId ?? '');
+    expect(lmsCopy).toMatchObject({ history: [`sandbox-${appId}-trial`], deployment_id: `sandbox-${appId}`, resource_links: [] });
+    expect(lmsCopy.enrolments).toHaveLength(5);
     const copyPicker = await builder.call('POST', `/apps/${appId}/sandbox/picker`, { context_id: copy });
     expect(copyPicker.body['context_id']).toBe(copy);
     const sinceCopy = tool.to('/provision').length;

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropTestStore, startServer, type TestServer } from '../harness.js';
 import { caller, createBuilder, platformToken, register, type Builder } from '../dashboard/helpers.js';
+import { launchPageOf } from '../sandbox/launch-chain.js';
 import { answer, startToolServer, type ToolServer } from './fixtures.js';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'tis-dev-urls-'));
@@ -45,7 +46,9 @@ beforeAll(async () => {
     // A launch link issued now and opened after the restart (links live 120 s, S-10).
     const ticket = await devBuilder.call<{ launch_url: string }>('POST', `/apps/${appId}/sandbox/placements/${placementId}/launches`, { as: 'student_1' });
     expect(ticket.status).toBe(201);
-    launchUrl = ticket.body.launch_url;
+    // Followed to the launch page now (the LMS's launch and OIDC login run on this start, LTI-45); its
+    // ticket is opened after the restart.
+    launchUrl = await launchPageOf(ticket.body.launch_url);
   } finally {
     await dev.stop();
   }

@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from '../harness.js';
-import { startServer } from '../harness.js';
+import { createTool, startServer } from '../harness.js';
+import { ensureSandbox } from '../../../server/sandbox/index.js';
 import { createSandboxLmsHost, selfTransport } from '../../../server/sandbox/lms-host.js';
 import { ensureSandboxRegistration, sandboxLmsClient } from '../../../server/sandbox/lms-registration.js';
 import type { Config } from '../../../server/config.js';
@@ -27,8 +28,9 @@ async function dropLmsTables(config: Pick<Config, 'databaseUrl' | 'databaseSchem
 describe('the Sandbox LMS in process', () => {
   let server: TestServer;
   beforeAll(async () => {
-    // Schools' registrations wait for the platform team; the Sandbox's own does not.
-    server = await startServer({ config: { allowLoopbackTools: true, lmsAutoActivate: false } });
+    // Schools' registrations wait for the platform team; the Sandbox's own does not. No development
+    // switch: the service reaches its own /lms on loopback all the same (LTI-43).
+    server = await startServer({ config: { allowLoopbackTools: false, lmsAutoActivate: false } });
   });
   afterAll(() => server.stop());
 
@@ -47,6 +49,27 @@ describe('the Sandbox LMS in process', () => {
     expect((await fetch(`${server.url}/lms/controls/registrations`)).status).toBe(401);
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
     expect((await fetch(`${server.url}/lmsx`)).status).not.toBe(401);
+  });
+
+  it('reaches its own /lms without the development switch; every other loopback URL stays refused', async () => {
+    const lms = server.services.lti.lms;
+    expect(await lms.check(`${server.url}/lms/jwks`, 'jwks_uri')).toMatchObject({ ok: true });
+    const jwks = await lms.getJson(`${server.url}/lms/jwks`, 'jwks_uri');
+    expect(jwks.ok && Array.isArray(jwks.value['keys'])).toBe(true);
+    const port = new URL(server.url).port;
+    for (const url of [
+      `${server.url}/lmsx/jwks`,
+      `${server.url}/.well-known/jwks.json`,
+      `${server.url}/lms/../.well-known/jwks.json`,
+      `http://localhost:${port}/lms/jwks`,
+      `http://user@127.0.0.1:${port}/lms/jwks`,
+      `http://127.0.0.1:${Number(port) === 1 ? 2 : 1}/lms/jwks`,
+      'http://10.0.0.1/lms/jwks',
+    ]) {
+      expect((await lms.check(url, 'jwks_uri')).ok, url).toBe(false);
+      const answer = await lms.request({ method: 'GET', url, field: 'jwks_uri' });
+      expect(answer.ok, url).toBe(false);
+    }
   });
 
   it('registers through Dynamic Registration once, active at once, however many first needs race', async () => {
@@ -134,6 +157,34 @@ describe('the Sandbox LMS in process', () => {
       expect(registrations.map((r) => r.client_id)).toEqual([after.clientId]);
     } finally {
       server.services.sandboxLms.close();
+      rmSync(emptyDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("a tool's Sandbox when its LMS lost its store", () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer();
+  });
+  afterAll(() => server.stop());
+
+  it('heals at the next need: the school moves to the new registration, the trial course stays, the LMS side is made again', async () => {
+    const tool = await createTool(server, { name: 'Healing tool' });
+    const before = await ensureSandbox(server.services, tool.app.id);
+    const emptyDir = mkdtempSync(join(tmpdir(), 'tis-sandbox-lms-'));
+    const previous = server.services.sandboxLms;
+    try {
+      server.services.sandboxLms = createSandboxLmsHost({ config: { ...server.services.config, dataDir: emptyDir }, log: server.services.log, selfOrigin: () => server.url });
+      const after = await ensureSandbox(server.services, tool.app.id);
+      expect(after.lms.registration.clientId).not.toBe(before.lms.registration.clientId);
+      expect(after.school).toMatchObject({ id: before.school.id, client: after.lms.registration.clientId, deployment: `sandbox-${tool.app.id}` });
+      expect(after.trial.id).toBe(before.trial.id);
+      const course = await sandboxLmsClient(server.services).course(`sandbox-${tool.app.id}-trial`);
+      expect(course.enrolments).toHaveLength(5);
+    } finally {
+      server.services.sandboxLms.close();
+      server.services.sandboxLms = previous;
       rmSync(emptyDir, { recursive: true, force: true });
     }
   });
