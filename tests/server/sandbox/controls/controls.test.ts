@@ -5,7 +5,13 @@
  * only, an assessment link with no gradebook column, the registration without the line-item scope, a
  * gradebook that refuses scores, course copy, short token lifetimes; and who may call them.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSandboxLmsHost } from '../../../../server/sandbox/lms-host.js';
+import type { Io } from '../../../../bin/tis.ts';
+import { run } from '../../../../bin/tis.ts';
 import type { TestServer } from '../../harness.js';
 import { startServer } from '../../harness.js';
 import type { RecordedRequest, ToolServer } from '../../outbound/fixtures.js';
@@ -317,5 +323,73 @@ describe('the Sandbox LMS controls', () => {
     expectProblem(await other.call('POST', `/apps/${otherApp}/sandbox/lms/launches`, { sub: 'sandbox-student_1' }), 422, 'sandbox_lms_launch_target');
     expect((await server.services.sandboxLms.ready()) !== null).toBe(true);
     expect((await builder.call<Course>('GET', `/apps/${appId}/sandbox/lms/courses/${trial}`)).body.title).toBe('Biology 101');
+  });
+});
+
+describe('a Sandbox LMS that cannot start', () => {
+  it('answers 503 sandbox_lms_unavailable with Retry-After, never 500', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tis-lms-controls-'));
+    // DATA_DIR names a file: the LMS's SQLite file cannot be made under it.
+    const notADirectory = join(dir, 'not-a-directory');
+    writeFileSync(notADirectory, '');
+    const host = createSandboxLmsHost({ config: { ...server.services.config, dataDir: notADirectory, databaseUrl: null }, log: server.services.log });
+    const previous = server.services.sandboxLms;
+    server.services.sandboxLms = host;
+    try {
+      const fresh = (await register(builder)).appId;
+      for (const refused of [await builder.call('GET', `/apps/${fresh}/sandbox/lms`), await platform('PATCH', '/sandbox/lms/settings', { launch_ttl_seconds: 60 })]) {
+        expectProblem(refused, 503, 'sandbox_lms_unavailable', 'the Sandbox LMS is not available; retry shortly');
+        expect(refused.headers.get('retry-after')).toBe('1');
+      }
+    } finally {
+      host.close();
+      server.services.sandboxLms = previous;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** `tis` itself (tests/bin's way: the CLI's own `run`) against the same server, token in the environment. */
+async function tis(args: string[], token: string): Promise<{ code: number; out: string; err: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const io: Io = { out: (l) => out.push(l), err: (l) => err.push(l) };
+  const code = await run(args, { TIS_URL: server.url, TIS_TOKEN: token }, io);
+  return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
+describe('tis sandbox lms', () => {
+  it('drives the controls through the dashboard API', async () => {
+    const shown = await tis(['sandbox', 'lms', 'show', appId, '--json'], builder.token);
+    expect(shown.code, shown.err).toBe(0);
+    const trialCourse = (JSON.parse(shown.out) as { trial_course: string }).trial_course;
+    const renamed = await tis(['sandbox', 'lms', 'rename', appId, trialCourse, '--title', 'Biology 102', '--label', 'BIO-102'], builder.token);
+    expect(renamed).toMatchObject({ code: 0, out: `${trialCourse}: Biology 102 (BIO-102)` });
+
+    const person = await tis(['sandbox', 'lms', 'user', appId, '--given-name', 'Cli', '--family-name', 'Person', '--email', 'cli@school.example'], builder.token);
+    expect(person.code, person.err).toBe(0);
+    const course = await tis(['sandbox', 'lms', 'course-add', appId, '--title', 'Physics', '--label', 'PHY-1', '--json'], builder.token);
+    const courseId = (JSON.parse(course.out) as { id: string }).id;
+    const enrolled = await tis(['sandbox', 'lms', 'enrol', appId, courseId, person.out, '--role', 'student'], builder.token);
+    expect(enrolled.out).toContain(`${person.out}  Learner`);
+    const linked = await tis(['sandbox', 'lms', 'link', appId, courseId, '--title', 'Lab 1', '--no-column', '--json'], builder.token);
+    const linkId = (JSON.parse(linked.out) as { resource_links: { id: string; columns: unknown[] }[] }).resource_links[0]?.id ?? '';
+    const launched = await tis(['sandbox', 'lms', 'launch', appId, person.out, '--link', linkId], builder.token);
+    expect(launched.code, launched.err).toBe(0);
+    expect(launched.out).toMatch(new RegExp(`^${server.url}/lms/launch/`));
+    const copied = await tis(['sandbox', 'lms', 'copy', appId, courseId, '--with-enrolments'], builder.token);
+    expect(copied.out).toMatch(new RegExp(`^copied into sandbox-${appId}-course-[0-9a-f]+ \\(history ${courseId}\\)$`));
+    const school = await tis(['sandbox', 'lms', 'school', appId, '--title', 'Cli school'], builder.token);
+    expect(school.out).toMatch(new RegExp(`^school sandbox-${appId}-\\d+ \\(Cli school\\) with course sandbox-${appId}-\\d+-course$`));
+
+    // The LMS-wide controls are the platform team's.
+    const byBuilder = await tis(['sandbox', 'lms', 'lifetimes', '--id-token', '5'], builder.token);
+    expect(byBuilder).toMatchObject({ code: 1, err: "error: this operation takes the platform team's credential (HTTP 403)" });
+    const token = platformToken(server);
+    expect((await tis(['sandbox', 'lms', 'lifetimes', '--id-token', '5'], token)).out).toBe('access token 3600 s, id_token 5 s, launch link 300 s');
+    expect((await tis(['sandbox', 'lms', 'lifetimes', '--reset'], token)).out).toBe('access token 3600 s, id_token 300 s, launch link 300 s');
+    expect((await tis(['sandbox', 'lms', 'line-item-scope', 'withhold'], token)).out).toMatch(/withholds the line-item scope$/);
+    expect((await tis(['sandbox', 'lms', 'line-item-scope', 'grant'], token)).out).toMatch(/grants the line-item scope$/);
+    expect((await tis(['sandbox', 'lms', 'link', appId, courseId, '--title', 'X', '--points', '5', '--no-column'], builder.token)).code).toBe(2);
   });
 });
