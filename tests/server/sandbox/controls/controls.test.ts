@@ -82,7 +82,7 @@ async function launchUrl(sub: string, target: { resource_link_id: string } | { c
 }
 
 /** Opens a launch page until provisioning is done and posts its form to the tool: the tool's claims. */
-async function toTool(launchPage: string): Promise<Json> {
+async function toTool(launchPage: string, app = appId): Promise<Json> {
   for (let i = 0; i < 100; i += 1) {
     const page = await fetch(launchPage);
     const html = await page.text();
@@ -93,31 +93,31 @@ async function toTool(launchPage: string): Promise<Json> {
     expect(page.status, html).toBe(200);
     const form = formOf(html);
     expect(form.action).toBe(tool.url('/launch'));
-    return verifyToken(server, form.fields['launch_data'] ?? '', appId);
+    return verifyToken(server, form.fields['launch_data'] ?? '', app);
   }
   throw new Error('provisioning never ended');
 }
 
 /** A person's launch of a resource link, through the LMS and the service's LTI path, to the tool's claims. */
-async function launchAs(sub: string, resourceLinkId: string): Promise<Json> {
+async function launchAs(sub: string, resourceLinkId: string, app = appId): Promise<Json> {
   const launched = await throughOidc(await launchUrl(sub, { resource_link_id: resourceLinkId }));
   expect(launched.status, await launched.clone().text()).toBe(303);
-  return toTool(launched.headers.get('location') ?? '');
+  return toTool(launched.headers.get('location') ?? '', app);
 }
 
 /** The service's picker pages: the tool, its live locations (the picker), then the location confirmed. */
-async function choose(toolsPage: string, extid: string): Promise<Response> {
+async function choose(toolsPage: string, extid: string, app = appId): Promise<Response> {
   const key = formOf(toolsPage).fields['key'] ?? '';
-  const locations = await postForm(`${server.url}/lti/deep-linking`, { key, app: appId });
+  const locations = await postForm(`${server.url}/lti/deep-linking`, { key, app });
   expect(await locations.text()).toContain(extid);
-  return postForm(`${server.url}/lti/deep-linking`, { key, app: appId, confirm: '1', extid });
+  return postForm(`${server.url}/lti/deep-linking`, { key, app, confirm: '1', extid });
 }
 
 /** Deep Linking by the instructor: the service's picker places `extid`, the LMS makes the link. */
-async function deepLink(courseId: string, extid: string): Promise<string> {
+async function deepLink(courseId: string, extid: string, app = appId): Promise<string> {
   const picker = await throughOidc(await launchUrl('sandbox-instructor', { course_id: courseId }));
   expect(picker.status, await picker.clone().text()).toBe(200);
-  const confirmed = await choose(await picker.text(), extid);
+  const confirmed = await choose(await picker.text(), extid, app);
   const response = formOf(await confirmed.text());
   const returned = await postForm(response.action, { JWT: response.fields['JWT'] ?? '' }, { Accept: 'application/json' });
   expect(returned.status, await returned.clone().text()).toBe(200);
@@ -277,6 +277,23 @@ describe('the Sandbox LMS controls', () => {
     expect(there['organization']).not.toEqual(firstLaunch['organization']);
     const lms = await control<{ schools: { deployment_id: string }[] }>('GET', '');
     expect(lms.schools.map((s) => s.deployment_id)).toEqual([`sandbox-${appId}`, `sandbox-${appId}-2`]);
+
+    // Not a Test-tab trial: a tool on the archived 2026-08-25 contract gets a real launch-keyed grade there.
+    const archived = await register(builder, { name: 'Archived quiz', hosting: 'self_hosted', contract_version: '2026-08-25' });
+    await builder.call('PATCH', `/apps/${archived.appId}`, { callback_url: tool.url('/launch'), provision_url: tool.url('/provision'), locations_url: tool.url('/locations') });
+    expect((await platform('POST', `/apps/${archived.appId}/activate`)).status).toBe(200);
+    const archivedLink = await deepLink(school.course.id, 'quiz-2', archived.appId);
+    const launched = await launchAs('sandbox-student_1', archivedLink, archived.appId);
+    expect(launched['grade_passback']).toBe(true);
+    const graded = await fetch(`${server.url}/v1/grades`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${archived.apiKey ?? ''}`, 'Content-Type': 'application/json', 'Contract-Version': '2026-08-25' },
+      body: JSON.stringify({ launch_id: launched['launch_id'], score: 0.8 }),
+    });
+    const grade = (await graded.json()) as Json;
+    expect(graded.status, JSON.stringify(grade)).toBe(200);
+    expect(grade).toMatchObject({ launch_id: launched['launch_id'], score: 0.8, sync_status: 'synced', sync_error: null });
+    expect(String(grade['grade_id'])).not.toMatch(/^trial_/);
   });
 
   it("course copy: the copy's first launch provisions with parent_context", async () => {
