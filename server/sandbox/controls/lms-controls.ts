@@ -41,13 +41,13 @@ export interface LmsLifetimes {
 }
 
 /** The LMS side of each tool's Sandbox made in this process: made once, then only read. */
-const made = new WeakMap<Services, Map<string, Promise<LmsSandbox>>>();
+const madeInProcess = new WeakMap<Services, Map<string, Promise<LmsSandbox>>>();
 
 /** The tool's Sandbox school, trial course and trial people in the LMS, made on first need (LTI-42). */
 async function toolLms(services: Services, app: AppRecord): Promise<{ lms: SandboxLmsClient; sandbox: LmsSandbox }> {
   assertSandboxOpen(app);
-  let perApp = made.get(services);
-  if (!perApp) made.set(services, (perApp = new Map()));
+  let perApp = madeInProcess.get(services);
+  if (!perApp) madeInProcess.set(services, (perApp = new Map()));
   let pending = perApp.get(app.id);
   if (!pending) {
     pending = (async () => {
@@ -209,8 +209,8 @@ export async function createToolUser(
 ): Promise<{ sub: string; given_name: string; family_name: string; email: string }> {
   return throughLms(async () => {
     const { lms } = await toolLms(services, app);
-    const made = await lms.createUser({ sub: newId(app.id, 'user'), ...person });
-    return { sub: made.sub, ...person };
+    const user = await lms.createUser({ sub: newId(app.id, 'user'), ...person });
+    return { sub: user.sub, ...person };
   });
 }
 
