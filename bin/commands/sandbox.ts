@@ -162,4 +162,282 @@ export const commands: Command[] = [
       ]);
     },
   },
+  // The Sandbox LMS's controls (decisions LTI-66 to LTI-69): what a school's administrator or teacher does
+  // in its LMS, on the tool's part of the Sandbox LMS; every effect shows at the next launch through it.
+  {
+    name: 'sandbox lms show',
+    summary: "The tool's side of the Sandbox LMS: issuer, client, schools, trial course, trial people, token lifetimes.",
+    token: 'any',
+    args: ['app_id'],
+    async run(ctx) {
+      const lms = check(await ctx.client.GET('/dashboard/v1/apps/{app_id}/sandbox/lms', { params: { path: { app_id: appId(ctx) } } }));
+      show(ctx, lms, () => [
+        `issuer:       ${lms.issuer} (client ${lms.client_id}${lms.grants_line_item_scope ? '' : ', no line-item scope'})`,
+        `trial course: ${lms.trial_course}`,
+        `people:       ${lms.people.join(', ')}`,
+        `lifetimes:    access token ${lms.settings.access_token_ttl_seconds} s, id_token ${lms.settings.id_token_ttl_seconds} s, launch link ${lms.settings.launch_ttl_seconds} s`,
+        'schools:',
+        ...table(['DEPLOYMENT', 'TITLE'], lms.schools.map((s) => [s.deployment_id, s.title])).map((l) => `  ${l}`),
+      ]);
+    },
+  },
+  {
+    name: 'sandbox lms school',
+    summary: 'Another school (deployment) with a course in which the five trial people are enrolled: the same person, another organization and user.',
+    token: 'any',
+    args: ['app_id'],
+    options: {
+      title: { type: 'string', value: '<title>', description: "The school's name." },
+      'course-title': { type: 'string', value: '<title>', description: "Its course's title (default the trial course's)." },
+      'course-label': { type: 'string', value: '<label>', description: "Its course's label (with --course-title)." },
+    },
+    async run(ctx) {
+      const title = stringOption(ctx, 'title');
+      const courseTitle = stringOption(ctx, 'course-title');
+      const courseLabel = stringOption(ctx, 'course-label');
+      if ((courseTitle === undefined) !== (courseLabel === undefined)) throw new UsageError('sandbox lms school takes --course-title and --course-label together');
+      const body = { ...(title !== undefined ? { title } : {}), ...(courseTitle !== undefined && courseLabel !== undefined ? { course: { title: courseTitle, label: courseLabel } } : {}) };
+      const school = check(await ctx.client.POST('/dashboard/v1/apps/{app_id}/sandbox/lms/schools', { params: { path: { app_id: appId(ctx) } }, body }));
+      show(ctx, school, () => [`school ${school.deployment_id} (${school.title}) with course ${school.course.id}`]);
+    },
+  },
+  {
+    name: 'sandbox lms course',
+    summary: 'A course of the Sandbox LMS: its enrolments, resource links and gradebook columns.',
+    token: 'any',
+    args: ['app_id', 'course_id'],
+    async run(ctx) {
+      const course = check(await ctx.client.GET('/dashboard/v1/apps/{app_id}/sandbox/lms/courses/{course_id}', { params: { path: lmsCoursePath(ctx) } }));
+      show(ctx, course, () => lmsCourseLines(course));
+    },
+  },
+  {
+    name: 'sandbox lms course-add',
+    summary: 'A new course in one of the Sandbox LMS schools, nobody enrolled.',
+    token: 'any',
+    args: ['app_id'],
+    options: {
+      title: { type: 'string', value: '<title>', description: "The course's title (required)." },
+      label: { type: 'string', value: '<label>', description: "The course's label (required)." },
+      school: { type: 'string', value: '<deployment_id>', description: 'The school (default the Sandbox school).' },
+    },
+    async run(ctx) {
+      const title = stringOption(ctx, 'title');
+      const label = stringOption(ctx, 'label');
+      const school = stringOption(ctx, 'school');
+      if (title === undefined || label === undefined) throw new UsageError('sandbox lms course-add needs --title and --label');
+      const course = check(await ctx.client.POST('/dashboard/v1/apps/{app_id}/sandbox/lms/courses', { params: { path: { app_id: appId(ctx) } }, body: { title, label, ...(school !== undefined ? { school } : {}) } }));
+      show(ctx, course, () => lmsCourseLines(course));
+    },
+  },
+  {
+    name: 'sandbox lms rename',
+    summary: "Rename or re-term a Sandbox LMS course: the next launch's course.name and course.label follow.",
+    token: 'any',
+    args: ['app_id', 'course_id'],
+    options: {
+      title: { type: 'string', value: '<title>', description: 'The new title.' },
+      label: { type: 'string', value: '<label>', description: 'The new label (a new term).' },
+    },
+    async run(ctx) {
+      const title = stringOption(ctx, 'title');
+      const label = stringOption(ctx, 'label');
+      if (title === undefined && label === undefined) throw new UsageError('sandbox lms rename needs --title or --label');
+      const body = { ...(title !== undefined ? { title } : {}), ...(label !== undefined ? { label } : {}) };
+      const course = check(await ctx.client.PATCH('/dashboard/v1/apps/{app_id}/sandbox/lms/courses/{course_id}', { params: { path: lmsCoursePath(ctx) }, body }));
+      show(ctx, course, () => [`${course.id}: ${course.title} (${course.label})`]);
+    },
+  },
+  {
+    name: 'sandbox lms copy',
+    summary: "The LMS's course copy: links and columns copied, the copy's launches provision with parent_context.",
+    token: 'any',
+    args: ['app_id', 'course_id'],
+    options: {
+      title: { type: 'string', value: '<title>', description: "The copy's title (default the course's)." },
+      label: { type: 'string', value: '<label>', description: "The copy's label (default the course's)." },
+      'no-links': { type: 'boolean', description: 'Copy no resource links or columns.' },
+      'with-enrolments': { type: 'boolean', description: 'Enrol the same people in the copy.' },
+    },
+    async run(ctx) {
+      const title = stringOption(ctx, 'title');
+      const label = stringOption(ctx, 'label');
+      const body = {
+        ...(title !== undefined ? { title } : {}),
+        ...(label !== undefined ? { label } : {}),
+        with_links: ctx.values['no-links'] !== true,
+        with_enrolments: ctx.values['with-enrolments'] === true,
+      };
+      const copy = check(await ctx.client.POST('/dashboard/v1/apps/{app_id}/sandbox/lms/courses/{course_id}/copies', { params: { path: lmsCoursePath(ctx) }, body }));
+      show(ctx, copy, () => [`copied into ${copy.id} (history ${copy.history.join(', ')})`]);
+    },
+  },
+  {
+    name: 'sandbox lms user',
+    summary: 'A new person in the Sandbox LMS, enrolled nowhere (enrol them with "sandbox lms enrol").',
+    token: 'any',
+    args: ['app_id'],
+    options: {
+      'given-name': { type: 'string', value: '<name>', description: 'Their given name (required).' },
+      'family-name': { type: 'string', value: '<name>', description: 'Their family name (required).' },
+      email: { type: 'string', value: '<email>', description: 'Their email (required).' },
+    },
+    async run(ctx) {
+      const given = stringOption(ctx, 'given-name');
+      const family = stringOption(ctx, 'family-name');
+      const email = stringOption(ctx, 'email');
+      if (given === undefined || family === undefined || email === undefined) throw new UsageError('sandbox lms user needs --given-name, --family-name and --email');
+      const person = check(await ctx.client.POST('/dashboard/v1/apps/{app_id}/sandbox/lms/users', { params: { path: { app_id: appId(ctx) } }, body: { given_name: given, family_name: family, email } }));
+      show(ctx, person, () => [person.sub]);
+    },
+  },
+  {
+    name: 'sandbox lms enrol',
+    summary: 'Enrol a person in a Sandbox LMS course with these roles (instructor, student, assistant, … or LIS URIs).',
+    token: 'any',
+    args: ['app_id', 'course_id', 'sub'],
+    options: { role: { type: 'string', value: '<role>', multiple: true, description: 'A role; repeat for several (default student).' } },
+    async run(ctx) {
+      const roles = ctx.lists['role'] ?? [];
+      const course = check(
+        await ctx.client.PUT('/dashboard/v1/apps/{app_id}/sandbox/lms/courses/{course_id}/enrolments/{sub}', {
+          params: { path: { ...lmsCoursePath(ctx), sub: ctx.args['sub'] ?? '' } },
+          body: { roles: roles.length > 0 ? [...roles] : ['student'] },
+        }),
+      );
+      show(ctx, course, () => lmsCourseLines(course));
+    },
+  },
+  {
+    name: 'sandbox lms unenrol',
+    summary: 'Take a person out of a Sandbox LMS course.',
+    token: 'any',
+    args: ['app_id', 'course_id', 'sub'],
+    async run(ctx) {
+      const course = check(
+        await ctx.client.DELETE('/dashboard/v1/apps/{app_id}/sandbox/lms/courses/{course_id}/enrolments/{sub}', { params: { path: { ...lmsCoursePath(ctx), sub: ctx.args['sub'] ?? '' } } }),
+      );
+      show(ctx, course, () => lmsCourseLines(course));
+    },
+  },
+  {
+    name: 'sandbox lms link',
+    summary: "A resource link made by hand, bound to no placement (the instructor's first launch chooses the location); --no-column for an assessment with no gradebook column.",
+    token: 'any',
+    args: ['app_id', 'course_id'],
+    options: {
+      title: { type: 'string', value: '<title>', description: "The link's title (required)." },
+      points: { type: 'string', value: '<n>', description: 'Its gradebook column, out of n points.' },
+      'no-column': { type: 'boolean', description: 'No gradebook column.' },
+    },
+    async run(ctx) {
+      const title = stringOption(ctx, 'title');
+      const points = stringOption(ctx, 'points');
+      const noColumn = ctx.values['no-column'] === true;
+      if (title === undefined) throw new UsageError('sandbox lms link needs --title');
+      if ((points === undefined) === !noColumn) throw new UsageError('sandbox lms link takes exactly one of --points and --no-column');
+      if (points !== undefined && !/^\d+(\.\d+)?$/.test(points)) throw new UsageError('--points must be a number');
+      const body = { title, column: points !== undefined ? { score_maximum: Number(points) } : null };
+      const course = check(await ctx.client.POST('/dashboard/v1/apps/{app_id}/sandbox/lms/courses/{course_id}/links', { params: { path: lmsCoursePath(ctx) }, body }));
+      show(ctx, course, () => lmsCourseLines(course));
+    },
+  },
+  {
+    name: 'sandbox lms refuse-scores',
+    summary: "Make a gradebook column refuse every score with an HTTP status (--status none accepts them again).",
+    token: 'any',
+    args: ['app_id', 'course_id', 'line_item_id'],
+    options: { status: { type: 'string', value: '<400..599|none>', description: 'The status the LMS answers scores with (required).' } },
+    async run(ctx) {
+      const status = stringOption(ctx, 'status');
+      if (status === undefined || (status !== 'none' && !/^[45]\d\d$/.test(status))) throw new UsageError('sandbox lms refuse-scores needs --status 400..599 or --status none');
+      const course = check(
+        await ctx.client.PATCH('/dashboard/v1/apps/{app_id}/sandbox/lms/courses/{course_id}/line-items/{line_item_id}', {
+          params: { path: { ...lmsCoursePath(ctx), line_item_id: ctx.args['line_item_id'] ?? '' } },
+          body: { refuses_scores_with: status === 'none' ? null : Number(status) },
+        }),
+      );
+      show(ctx, course, () => lmsCourseLines(course));
+    },
+  },
+  {
+    name: 'sandbox lms launch',
+    summary: "A Sandbox LMS launch URL for one enrolled person: of a resource link (--link), or Deep Linking into a course (--course).",
+    token: 'any',
+    args: ['app_id', 'sub'],
+    options: {
+      link: { type: 'string', value: '<resource_link_id>', description: 'The resource link to launch.' },
+      course: { type: 'string', value: '<course_id>', description: "A Deep Linking launch of the course (opens the service's picker)." },
+    },
+    async run(ctx) {
+      const link = stringOption(ctx, 'link');
+      const course = stringOption(ctx, 'course');
+      if ((link === undefined) === (course === undefined)) throw new UsageError('sandbox lms launch takes exactly one of --link and --course');
+      const body = { sub: ctx.args['sub'] ?? '', ...(link !== undefined ? { resource_link_id: link } : {}), ...(course !== undefined ? { course_id: course } : {}) };
+      const launch = check(await ctx.client.POST('/dashboard/v1/apps/{app_id}/sandbox/lms/launches', { params: { path: { app_id: appId(ctx) } }, body }));
+      show(ctx, launch, () => [launch.url]);
+      if (!ctx.json) ctx.io.err(`Open it in a browser before ${launch.expires}.`);
+    },
+  },
+  {
+    name: 'sandbox lms lifetimes',
+    summary: "The Sandbox LMS's token lifetimes in seconds, for every tool's Sandbox (platform team); --reset restores 3600/300/300.",
+    token: 'platform',
+    options: {
+      'access-token': { type: 'string', value: '<seconds>', description: 'AGS access tokens.' },
+      'id-token': { type: 'string', value: '<seconds>', description: 'id_tokens.' },
+      'launch-link': { type: 'string', value: '<seconds>', description: 'Launch links.' },
+      reset: { type: 'boolean', description: 'Back to the defaults.' },
+    },
+    async run(ctx) {
+      const fields = { 'access-token': 'access_token_ttl_seconds', 'id-token': 'id_token_ttl_seconds', 'launch-link': 'launch_ttl_seconds' } as const;
+      const patch: Record<string, number> = {};
+      for (const [option, field] of Object.entries(fields)) {
+        const value = stringOption(ctx, option);
+        if (value === undefined) continue;
+        if (!/^\d+$/.test(value)) throw new UsageError(`--${option} must be a whole number of seconds`);
+        patch[field] = Number(value);
+      }
+      const reset = ctx.values['reset'] === true;
+      if (reset === (Object.keys(patch).length > 0)) throw new UsageError('sandbox lms lifetimes takes --reset, or one or more of --access-token, --id-token, --launch-link');
+      const settings = reset
+        ? check(await ctx.client.DELETE('/dashboard/v1/sandbox/lms/settings', {}))
+        : check(await ctx.client.PATCH('/dashboard/v1/sandbox/lms/settings', { body: patch }));
+      show(ctx, settings, () => [`access token ${settings.access_token_ttl_seconds} s, id_token ${settings.id_token_ttl_seconds} s, launch link ${settings.launch_ttl_seconds} s`]);
+    },
+  },
+  {
+    name: 'sandbox lms line-item-scope',
+    summary: "Grant or withhold the line-item scope of the service's Sandbox LMS developer key, for every tool's Sandbox (platform team).",
+    token: 'platform',
+    args: ['grant_or_withhold'],
+    async run(ctx) {
+      const choice = ctx.args['grant_or_withhold'];
+      if (choice !== 'grant' && choice !== 'withhold') throw new UsageError('sandbox lms line-item-scope takes grant or withhold');
+      const registration = check(await ctx.client.PATCH('/dashboard/v1/sandbox/lms/registration', { body: { grants_line_item_scope: choice === 'grant' } }));
+      show(ctx, registration, () => [`client ${registration.client_id} ${registration.grants_line_item_scope ? 'grants' : 'withholds'} the line-item scope`]);
+    },
+  },
 ];
+
+function lmsCoursePath(ctx: CommandContext): { app_id: string; course_id: string } {
+  return { app_id: appId(ctx), course_id: ctx.args['course_id'] ?? '' };
+}
+
+function lmsCourseLines(course: Schemas['SandboxLmsCourse']): string[] {
+  return [
+    `course: ${course.id} (${course.title}, ${course.label}) in school ${course.school}${course.history.length > 0 ? `, copied from ${course.history.join(', ')}` : ''}`,
+    'enrolments:',
+    ...table(['SUB', 'ROLES'], course.enrolments.map((e) => [e.sub, e.roles.map((r) => r.replace(/^.*[#/]/, '')).join(', ')])).map((l) => `  ${l}`),
+    'resource links:',
+    ...table(
+      ['ID', 'COLUMN', 'TITLE'],
+      course.resource_links.map((l) => [
+        l.id,
+        l.columns.map((c) => `${c.line_item_id} (${c.score_maximum}${c.refuses_scores_with !== null ? `, refuses ${c.refuses_scores_with}` : ''})`).join(', ') || '(no column)',
+        l.title,
+      ]),
+    ).map((line) => `  ${line}`),
+  ];
+}
+

@@ -179,6 +179,111 @@ export const operations = {
     security: [['builderToken'], ['platformToken']],
     tag: 'Sandbox',
   },
+  getSandboxLms: {
+    id: 'getSandboxLms',
+    method: 'GET',
+    path: '/dashboard/v1/apps/{app_id}/sandbox/lms',
+    security: [['builderToken'], ['platformToken']],
+    tag: 'Sandbox',
+  },
+  createSandboxLmsSchool: {
+    id: 'createSandboxLmsSchool',
+    method: 'POST',
+    path: '/dashboard/v1/apps/{app_id}/sandbox/lms/schools',
+    security: [['builderToken'], ['platformToken']],
+    tag: 'Sandbox',
+  },
+  createSandboxLmsCourse: {
+    id: 'createSandboxLmsCourse',
+    method: 'POST',
+    path: '/dashboard/v1/apps/{app_id}/sandbox/lms/courses',
+    security: [['builderToken'], ['platformToken']],
+    tag: 'Sandbox',
+  },
+  getSandboxLmsCourse: {
+    id: 'getSandboxLmsCourse',
+    method: 'GET',
+    path: '/dashboard/v1/apps/{app_id}/sandbox/lms/courses/{course_id}',
+    security: [['builderToken'], ['platformToken']],
+    tag: 'Sandbox',
+  },
+  updateSandboxLmsCourse: {
+    id: 'updateSandboxLmsCourse',
+    method: 'PATCH',
+    path: '/dashboard/v1/apps/{app_id}/sandbox/lms/courses/{course_id}',
+    security: [['builderToken'], ['platformToken']],
+    tag: 'Sandbox',
+  },
+  copySandboxLmsCourse: {
+    id: 'copySandboxLmsCourse',
+    method: 'POST',
+    path: '/dashboard/v1/apps/{app_id}/sandbox/lms/courses/{course_id}/copies',
+    security: [['builderToken'], ['platformToken']],
+    tag: 'Sandbox',
+  },
+  putSandboxLmsEnrolment: {
+    id: 'putSandboxLmsEnrolment',
+    method: 'PUT',
+    path: '/dashboard/v1/apps/{app_id}/sandbox/lms/courses/{course_id}/enrolments/{sub}',
+    security: [['builderToken'], ['platformToken']],
+    tag: 'Sandbox',
+  },
+  deleteSandboxLmsEnrolment: {
+    id: 'deleteSandboxLmsEnrolment',
+    method: 'DELETE',
+    path: '/dashboard/v1/apps/{app_id}/sandbox/lms/courses/{course_id}/enrolments/{sub}',
+    security: [['builderToken'], ['platformToken']],
+    tag: 'Sandbox',
+  },
+  createSandboxLmsLink: {
+    id: 'createSandboxLmsLink',
+    method: 'POST',
+    path: '/dashboard/v1/apps/{app_id}/sandbox/lms/courses/{course_id}/links',
+    security: [['builderToken'], ['platformToken']],
+    tag: 'Sandbox',
+  },
+  updateSandboxLmsLineItem: {
+    id: 'updateSandboxLmsLineItem',
+    method: 'PATCH',
+    path: '/dashboard/v1/apps/{app_id}/sandbox/lms/courses/{course_id}/line-items/{line_item_id}',
+    security: [['builderToken'], ['platformToken']],
+    tag: 'Sandbox',
+  },
+  createSandboxLmsUser: {
+    id: 'createSandboxLmsUser',
+    method: 'POST',
+    path: '/dashboard/v1/apps/{app_id}/sandbox/lms/users',
+    security: [['builderToken'], ['platformToken']],
+    tag: 'Sandbox',
+  },
+  createSandboxLmsLaunch: {
+    id: 'createSandboxLmsLaunch',
+    method: 'POST',
+    path: '/dashboard/v1/apps/{app_id}/sandbox/lms/launches',
+    security: [['builderToken'], ['platformToken']],
+    tag: 'Sandbox',
+  },
+  resetSandboxLmsSettings: {
+    id: 'resetSandboxLmsSettings',
+    method: 'DELETE',
+    path: '/dashboard/v1/sandbox/lms/settings',
+    security: [['platformToken']],
+    tag: 'Sandbox',
+  },
+  updateSandboxLmsSettings: {
+    id: 'updateSandboxLmsSettings',
+    method: 'PATCH',
+    path: '/dashboard/v1/sandbox/lms/settings',
+    security: [['platformToken']],
+    tag: 'Sandbox',
+  },
+  updateSandboxLmsRegistration: {
+    id: 'updateSandboxLmsRegistration',
+    method: 'PATCH',
+    path: '/dashboard/v1/sandbox/lms/registration',
+    security: [['platformToken']],
+    tag: 'Sandbox',
+  },
   listOperators: {
     id: 'listOperators',
     method: 'GET',
@@ -419,6 +524,81 @@ export type GetSandboxGradebookResponses = OperationTypes['getSandboxGradebook']
 export type CreateSandboxSignedLaunchParams = OperationTypes['createSandboxSignedLaunch']['parameters'];
 export type CreateSandboxSignedLaunchBody = NonNullable<OperationTypes['createSandboxSignedLaunch']['requestBody']>['content']['application/json'];
 export type CreateSandboxSignedLaunchResponses = OperationTypes['createSandboxSignedLaunch']['responses'];
+
+/** GET /dashboard/v1/apps/{app_id}/sandbox/lms: Read the tool's side of the Sandbox LMS */
+export type GetSandboxLmsParams = OperationTypes['getSandboxLms']['parameters'];
+export type GetSandboxLmsBody = never;
+export type GetSandboxLmsResponses = OperationTypes['getSandboxLms']['responses'];
+
+/** POST /dashboard/v1/apps/{app_id}/sandbox/lms/schools: Make another school (deployment) with the same people enrolled */
+export type CreateSandboxLmsSchoolParams = OperationTypes['createSandboxLmsSchool']['parameters'];
+export type CreateSandboxLmsSchoolBody = NonNullable<OperationTypes['createSandboxLmsSchool']['requestBody']>['content']['application/json'];
+export type CreateSandboxLmsSchoolResponses = OperationTypes['createSandboxLmsSchool']['responses'];
+
+/** POST /dashboard/v1/apps/{app_id}/sandbox/lms/courses: Make a course in one of the tool's Sandbox LMS schools */
+export type CreateSandboxLmsCourseParams = OperationTypes['createSandboxLmsCourse']['parameters'];
+export type CreateSandboxLmsCourseBody = NonNullable<OperationTypes['createSandboxLmsCourse']['requestBody']>['content']['application/json'];
+export type CreateSandboxLmsCourseResponses = OperationTypes['createSandboxLmsCourse']['responses'];
+
+/** GET /dashboard/v1/apps/{app_id}/sandbox/lms/courses/{course_id}: Read a course of the tool's Sandbox LMS */
+export type GetSandboxLmsCourseParams = OperationTypes['getSandboxLmsCourse']['parameters'];
+export type GetSandboxLmsCourseBody = never;
+export type GetSandboxLmsCourseResponses = OperationTypes['getSandboxLmsCourse']['responses'];
+
+/** PATCH /dashboard/v1/apps/{app_id}/sandbox/lms/courses/{course_id}: Rename or re-term a course of the tool's Sandbox LMS */
+export type UpdateSandboxLmsCourseParams = OperationTypes['updateSandboxLmsCourse']['parameters'];
+export type UpdateSandboxLmsCourseBody = NonNullable<OperationTypes['updateSandboxLmsCourse']['requestBody']>['content']['application/json'];
+export type UpdateSandboxLmsCourseResponses = OperationTypes['updateSandboxLmsCourse']['responses'];
+
+/** POST /dashboard/v1/apps/{app_id}/sandbox/lms/courses/{course_id}/copies: Copy a course of the tool's Sandbox LMS */
+export type CopySandboxLmsCourseParams = OperationTypes['copySandboxLmsCourse']['parameters'];
+export type CopySandboxLmsCourseBody = NonNullable<OperationTypes['copySandboxLmsCourse']['requestBody']>['content']['application/json'];
+export type CopySandboxLmsCourseResponses = OperationTypes['copySandboxLmsCourse']['responses'];
+
+/** PUT /dashboard/v1/apps/{app_id}/sandbox/lms/courses/{course_id}/enrolments/{sub}: Enrol a person in a course of the tool's Sandbox LMS */
+export type PutSandboxLmsEnrolmentParams = OperationTypes['putSandboxLmsEnrolment']['parameters'];
+export type PutSandboxLmsEnrolmentBody = NonNullable<OperationTypes['putSandboxLmsEnrolment']['requestBody']>['content']['application/json'];
+export type PutSandboxLmsEnrolmentResponses = OperationTypes['putSandboxLmsEnrolment']['responses'];
+
+/** DELETE /dashboard/v1/apps/{app_id}/sandbox/lms/courses/{course_id}/enrolments/{sub}: Unenrol a person from a course of the tool's Sandbox LMS */
+export type DeleteSandboxLmsEnrolmentParams = OperationTypes['deleteSandboxLmsEnrolment']['parameters'];
+export type DeleteSandboxLmsEnrolmentBody = never;
+export type DeleteSandboxLmsEnrolmentResponses = OperationTypes['deleteSandboxLmsEnrolment']['responses'];
+
+/** POST /dashboard/v1/apps/{app_id}/sandbox/lms/courses/{course_id}/links: Add a resource link to a course of the tool's Sandbox LMS */
+export type CreateSandboxLmsLinkParams = OperationTypes['createSandboxLmsLink']['parameters'];
+export type CreateSandboxLmsLinkBody = NonNullable<OperationTypes['createSandboxLmsLink']['requestBody']>['content']['application/json'];
+export type CreateSandboxLmsLinkResponses = OperationTypes['createSandboxLmsLink']['responses'];
+
+/** PATCH /dashboard/v1/apps/{app_id}/sandbox/lms/courses/{course_id}/line-items/{line_item_id}: Make a gradebook column refuse scores */
+export type UpdateSandboxLmsLineItemParams = OperationTypes['updateSandboxLmsLineItem']['parameters'];
+export type UpdateSandboxLmsLineItemBody = NonNullable<OperationTypes['updateSandboxLmsLineItem']['requestBody']>['content']['application/json'];
+export type UpdateSandboxLmsLineItemResponses = OperationTypes['updateSandboxLmsLineItem']['responses'];
+
+/** POST /dashboard/v1/apps/{app_id}/sandbox/lms/users: Make a person in the tool's Sandbox LMS */
+export type CreateSandboxLmsUserParams = OperationTypes['createSandboxLmsUser']['parameters'];
+export type CreateSandboxLmsUserBody = NonNullable<OperationTypes['createSandboxLmsUser']['requestBody']>['content']['application/json'];
+export type CreateSandboxLmsUserResponses = OperationTypes['createSandboxLmsUser']['responses'];
+
+/** POST /dashboard/v1/apps/{app_id}/sandbox/lms/launches: Make a launch link of the tool's Sandbox LMS for one person */
+export type CreateSandboxLmsLaunchParams = OperationTypes['createSandboxLmsLaunch']['parameters'];
+export type CreateSandboxLmsLaunchBody = NonNullable<OperationTypes['createSandboxLmsLaunch']['requestBody']>['content']['application/json'];
+export type CreateSandboxLmsLaunchResponses = OperationTypes['createSandboxLmsLaunch']['responses'];
+
+/** DELETE /dashboard/v1/sandbox/lms/settings: Restore the Sandbox LMS's default token lifetimes */
+export type ResetSandboxLmsSettingsParams = OperationTypes['resetSandboxLmsSettings']['parameters'];
+export type ResetSandboxLmsSettingsBody = never;
+export type ResetSandboxLmsSettingsResponses = OperationTypes['resetSandboxLmsSettings']['responses'];
+
+/** PATCH /dashboard/v1/sandbox/lms/settings: Shorten or lengthen the Sandbox LMS's token lifetimes */
+export type UpdateSandboxLmsSettingsParams = OperationTypes['updateSandboxLmsSettings']['parameters'];
+export type UpdateSandboxLmsSettingsBody = NonNullable<OperationTypes['updateSandboxLmsSettings']['requestBody']>['content']['application/json'];
+export type UpdateSandboxLmsSettingsResponses = OperationTypes['updateSandboxLmsSettings']['responses'];
+
+/** PATCH /dashboard/v1/sandbox/lms/registration: Grant or withhold the line-item scope of the Sandbox LMS's developer key */
+export type UpdateSandboxLmsRegistrationParams = OperationTypes['updateSandboxLmsRegistration']['parameters'];
+export type UpdateSandboxLmsRegistrationBody = NonNullable<OperationTypes['updateSandboxLmsRegistration']['requestBody']>['content']['application/json'];
+export type UpdateSandboxLmsRegistrationResponses = OperationTypes['updateSandboxLmsRegistration']['responses'];
 
 /** GET /dashboard/v1/operators: List the platform team's operators */
 export type ListOperatorsParams = OperationTypes['listOperators']['parameters'];

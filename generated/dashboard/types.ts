@@ -589,6 +589,366 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/dashboard/v1/apps/{app_id}/sandbox/lms": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The tool's ID, the launch's `app` claim. Opaque; do not parse it (decision L-09).
+                 * @example app_3f9c2a7d1e5b8h4j6k0m
+                 */
+                app_id: components["parameters"]["AppId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read the tool's side of the Sandbox LMS
+         * @description The Sandbox LMS is a real LTI 1.3 platform (decision LTI-40) hosted by the service at `{PUBLIC_URL}/lms`.
+         *     This answers the IDs a script needs to drive it (decision LTI-66), making them on first need: the LMS's
+         *     issuer and the service's client there, the tool's schools (the Sandbox school `sandbox-<app_id>` and any
+         *     school made by `POST …/sandbox/lms/schools`), the trial course `sandbox-<app_id>-trial`, the five trial
+         *     people (`sandbox-<role>`), whether the registration grants the line-item scope, and the LMS's token
+         *     lifetimes now.
+         */
+        get: operations["getSandboxLms"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dashboard/v1/apps/{app_id}/sandbox/lms/schools": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The tool's ID, the launch's `app` claim. Opaque; do not parse it (decision L-09).
+                 * @example app_3f9c2a7d1e5b8h4j6k0m
+                 */
+                app_id: components["parameters"]["AppId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make another school (deployment) with the same people enrolled
+         * @description A second school: a new deployment `sandbox-<app_id>-<n>` of the service's registration with the Sandbox
+         *     LMS, and a course `sandbox-<app_id>-<n>-course` in it with the five trial people enrolled under the same
+         *     `sub` and roles as in the trial course (decision LTI-67). The service has never seen the deployment, so
+         *     the first launch in it makes a new school: the same person launches there as another `organization` and
+         *     another `user.id`. Launches through the Sandbox LMS are real launches: its schools are real schools for
+         *     every rule, the archived contracts' launch-keyed grades included (they are not Test-tab trials).
+         */
+        post: operations["createSandboxLmsSchool"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dashboard/v1/apps/{app_id}/sandbox/lms/courses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The tool's ID, the launch's `app` claim. Opaque; do not parse it (decision L-09).
+                 * @example app_3f9c2a7d1e5b8h4j6k0m
+                 */
+                app_id: components["parameters"]["AppId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make a course in one of the tool's Sandbox LMS schools
+         * @description A new course `sandbox-<app_id>-course-<hex>` in `school` (default the Sandbox school `sandbox-<app_id>`),
+         *     with nobody enrolled: enrol people with `PUT …/enrolments/{sub}` (decision LTI-66). A person enrolled
+         *     here only is refused (403) on every other course's rows with the `api.token` of a launch here.
+         */
+        post: operations["createSandboxLmsCourse"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dashboard/v1/apps/{app_id}/sandbox/lms/courses/{course_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The tool's ID, the launch's `app` claim. Opaque; do not parse it (decision L-09).
+                 * @example app_3f9c2a7d1e5b8h4j6k0m
+                 */
+                app_id: components["parameters"]["AppId"];
+                /** @description A course of the tool's Sandbox LMS (`sandbox-<app_id>-…`). */
+                course_id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Read a course of the tool's Sandbox LMS
+         * @description The course with its enrolments, resource links and gradebook columns (decision LTI-66).
+         */
+        get: operations["getSandboxLmsCourse"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Rename or re-term a course of the tool's Sandbox LMS
+         * @description Changes the course's title and label in the LMS, as an institution renames a course or rolls it to a new
+         *     term. The service learns it at the next launch: `course.name` and `course.label` follow (decision LTI-12).
+         */
+        patch: operations["updateSandboxLmsCourse"];
+        trace?: never;
+    };
+    "/dashboard/v1/apps/{app_id}/sandbox/lms/courses/{course_id}/copies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The tool's ID, the launch's `app` claim. Opaque; do not parse it (decision L-09).
+                 * @example app_3f9c2a7d1e5b8h4j6k0m
+                 */
+                app_id: components["parameters"]["AppId"];
+                /** @description A course of the tool's Sandbox LMS (`sandbox-<app_id>-…`). */
+                course_id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Copy a course of the tool's Sandbox LMS
+         * @description An LMS course copy (decision LTI-38): a new course `sandbox-<app_id>-course-<hex>` in the same school
+         *     whose history starts with the course copied, with its resource links and gradebook columns copied under
+         *     new IDs (unless `with_links: false`) and nobody enrolled (unless `with_enrolments: true`). A launch of a
+         *     copied link provisions the copy with `parent_context` (and `parent_location`) naming the original
+         *     (decision LTI-12). This is the LMS's copy; `POST …/sandbox/copies` is the Test tab's.
+         */
+        post: operations["copySandboxLmsCourse"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dashboard/v1/apps/{app_id}/sandbox/lms/courses/{course_id}/enrolments/{sub}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The tool's ID, the launch's `app` claim. Opaque; do not parse it (decision L-09).
+                 * @example app_3f9c2a7d1e5b8h4j6k0m
+                 */
+                app_id: components["parameters"]["AppId"];
+                /** @description A course of the tool's Sandbox LMS (`sandbox-<app_id>-…`). */
+                course_id: string;
+                /** @description The person, a trial person `sandbox-<role>` or one made by `POST …/sandbox/lms/users`. */
+                sub: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Enrol a person in a course of the tool's Sandbox LMS
+         * @description Enrols the person with these roles (LIS role URIs, or `instructor`, `student`, `assistant`, `mentor`,
+         *     `content_developer`, `manager`, `administrator`), replacing the roles they had (decision LTI-38).
+         */
+        put: operations["putSandboxLmsEnrolment"];
+        post?: never;
+        /**
+         * Unenrol a person from a course of the tool's Sandbox LMS
+         * @description The person's next launch in the course is refused by the LMS; nothing of the service changes.
+         */
+        delete: operations["deleteSandboxLmsEnrolment"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dashboard/v1/apps/{app_id}/sandbox/lms/courses/{course_id}/links": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The tool's ID, the launch's `app` claim. Opaque; do not parse it (decision L-09).
+                 * @example app_3f9c2a7d1e5b8h4j6k0m
+                 */
+                app_id: components["parameters"]["AppId"];
+                /** @description A course of the tool's Sandbox LMS (`sandbox-<app_id>-…`). */
+                course_id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add a resource link to a course of the tool's Sandbox LMS
+         * @description A resource link made by hand in the LMS, with a gradebook column (`column`) or none (`column: null`),
+         *     and bound to no placement yet (decision LTI-68): the first instructor to launch it chooses the tool's
+         *     location on the service's "not set up yet" page, and students then open that location. An assessment
+         *     chosen for a link with no column is "an assessment placement with no gradebook column": its grades come
+         *     back as `failed` attempts saying the location has no line item, with `data.response` null.
+         */
+        post: operations["createSandboxLmsLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dashboard/v1/apps/{app_id}/sandbox/lms/courses/{course_id}/line-items/{line_item_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The tool's ID, the launch's `app` claim. Opaque; do not parse it (decision L-09).
+                 * @example app_3f9c2a7d1e5b8h4j6k0m
+                 */
+                app_id: components["parameters"]["AppId"];
+                /** @description A course of the tool's Sandbox LMS (`sandbox-<app_id>-…`). */
+                course_id: string;
+                /** @description The column's `line_item_id` (see the course's `resource_links[].columns`). */
+                line_item_id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Make a gradebook column refuse scores
+         * @description A gradebook that refuses a score: with `refuses_scores_with` set, every score the service posts to this
+         *     column is answered with that HTTP status, so the tool's `grade.submit` comes back as a `failed` attempt
+         *     carrying the LMS's answer in `data.response`; `null` accepts scores again (decisions LTI-36, LTI-66).
+         */
+        patch: operations["updateSandboxLmsLineItem"];
+        trace?: never;
+    };
+    "/dashboard/v1/apps/{app_id}/sandbox/lms/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The tool's ID, the launch's `app` claim. Opaque; do not parse it (decision L-09).
+                 * @example app_3f9c2a7d1e5b8h4j6k0m
+                 */
+                app_id: components["parameters"]["AppId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make a person in the tool's Sandbox LMS
+         * @description A new person `sandbox-<app_id>-user-<hex>` (their `sub`), enrolled nowhere: enrol them in one course only
+         *     with `PUT …/courses/{course_id}/enrolments/{sub}` (decision LTI-66).
+         */
+        post: operations["createSandboxLmsUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dashboard/v1/apps/{app_id}/sandbox/lms/launches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The tool's ID, the launch's `app` claim. Opaque; do not parse it (decision L-09).
+                 * @example app_3f9c2a7d1e5b8h4j6k0m
+                 */
+                app_id: components["parameters"]["AppId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make a launch link of the tool's Sandbox LMS for one person
+         * @description The LMS's launch URL for one enrolled person (decision LTI-34): of a resource link (`resource_link_id`),
+         *     or a Deep Linking launch of a course (`course_id`) that opens the service's picker. Opening it in a
+         *     browser goes through the service's OIDC login and id_token validation. It lives the LMS's
+         *     `launch_ttl_seconds`; the id_token it gives lives `id_token_ttl_seconds`.
+         */
+        post: operations["createSandboxLmsLaunch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dashboard/v1/sandbox/lms/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Restore the Sandbox LMS's default token lifetimes
+         * @description 3600 seconds for access tokens, 300 for id_tokens and launch links (decision LTI-69).
+         */
+        delete: operations["resetSandboxLmsSettings"];
+        options?: never;
+        head?: never;
+        /**
+         * Shorten or lengthen the Sandbox LMS's token lifetimes
+         * @description The lifetimes of the Sandbox LMS's AGS access tokens, id_tokens and launch links, in seconds. They are
+         *     settings of the one LMS every tool's Sandbox shares, so only the platform team changes them (decision
+         *     LTI-69). A token used after its lifetime is refused: an id_token by the service's launch, an access token
+         *     by the LMS.
+         */
+        patch: operations["updateSandboxLmsSettings"];
+        trace?: never;
+    };
+    "/dashboard/v1/sandbox/lms/registration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Grant or withhold the line-item scope of the Sandbox LMS's developer key
+         * @description A developer key without the line-item scope: with `grants_line_item_scope: false` the Sandbox LMS grants
+         *     the service only the score scope, so a submission with `max_score` comes back as a `failed` attempt with
+         *     the reason in `data.error`. The service has one registration with the Sandbox LMS for every tool, so
+         *     only the platform team changes it (decision LTI-69). Takes effect for the next token the service asks for.
+         */
+        patch: operations["updateSandboxLmsRegistration"];
+        trace?: never;
+    };
     "/dashboard/v1/operators": {
         parameters: {
             query?: never;
@@ -1453,6 +1813,60 @@ export interface components {
             };
         };
         /**
+         * SandboxLmsCourse
+         * @description A course of the tool's Sandbox LMS, as the LMS holds it (decisions LTI-38, LTI-66): its ID (every course of
+         *     the tool's Sandbox LMS begins with `sandbox-<app_id>-`), the school (deployment) it belongs to, its title
+         *     and label (the next launch's `course.name` and `course.label`), the courses it was copied from (nearest
+         *     first, what the LMS sends as `$Context.id.history`), who is enrolled with which LIS roles, and its
+         *     resource links with their gradebook columns.
+         */
+        SandboxLmsCourse: {
+            id: string;
+            /** @description The deployment ID of the course's school. */
+            school: string;
+            title: string;
+            label: string;
+            history: string[];
+            enrolments: {
+                sub: string;
+                roles: string[];
+            }[];
+            resource_links: {
+                id: string;
+                title: string;
+                custom: {
+                    [key: string]: string;
+                };
+                /** @description The link's gradebook columns; empty for a placement with no gradebook column. */
+                columns: {
+                    line_item_id: string;
+                    /** @description The line item's AGS URL, the launch's `lineitem`. */
+                    url: string;
+                    label: string;
+                    score_maximum: number;
+                    refuses_scores_with: number | null;
+                }[];
+            }[];
+        };
+        /**
+         * SandboxLmsSettings
+         * @description The Sandbox LMS's token lifetimes in seconds (decisions LTI-38, LTI-69).
+         */
+        SandboxLmsSettings: {
+            access_token_ttl_seconds: number;
+            id_token_ttl_seconds: number;
+            launch_ttl_seconds: number;
+        };
+        /**
+         * SandboxLmsSettingsPatch
+         * @description The lifetimes to change; the others stay (decision LTI-69).
+         */
+        SandboxLmsSettingsPatch: {
+            access_token_ttl_seconds?: number;
+            id_token_ttl_seconds?: number;
+            launch_ttl_seconds?: number;
+        };
+        /**
          * ProvisioningState
          * @description The provisioning of one storage level. `pending`: the provision request was accepted and the tool has not
          *     yet PUT the level's provision URL. `provisioned`: it has (or the tool has no provision URL, GAP-17).
@@ -2063,6 +2477,42 @@ export interface components {
          */
         SandboxNotFound: {
             headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The tool is not found (or not one of the builder's tools), an ID names something outside the tool's Sandbox
+         *     LMS (its courses, schools and people begin with `sandbox-<app_id>-`; the five trial people are
+         *     `sandbox-<role>`), or the Sandbox LMS has no such record (decision LTI-66).
+         */
+        SandboxLmsNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The body does not match the schema, or the Sandbox LMS refused the control (a person not enrolled in the
+         *     link's course, an unknown role): `detail` carries the LMS's own answer (decision LTI-66).
+         */
+        SandboxLmsRefused: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The Sandbox LMS could not start or answer; retry shortly (decision LTI-40). */
+        SandboxLmsUnavailable: {
+            headers: {
+                /** @example 1 */
+                "Retry-After"?: string;
                 [name: string]: unknown;
             };
             content: {
@@ -3230,6 +3680,975 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+        };
+    };
+    getSandboxLms: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The tool's ID, the launch's `app` claim. Opaque; do not parse it (decision L-09).
+                 * @example app_3f9c2a7d1e5b8h4j6k0m
+                 */
+                app_id: components["parameters"]["AppId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tool's Sandbox LMS. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "issuer": "https://tis.example.edu/lms",
+                     *       "client_id": "6f1d0c2b9a8e7d6c",
+                     *       "grants_line_item_scope": true,
+                     *       "schools": [
+                     *         {
+                     *           "deployment_id": "sandbox-app_3f9c2a7d1e5b8h4j6k0m",
+                     *           "title": "Sandbox School"
+                     *         },
+                     *         {
+                     *           "deployment_id": "sandbox-app_3f9c2a7d1e5b8h4j6k0m-2",
+                     *           "title": "Second school"
+                     *         }
+                     *       ],
+                     *       "trial_course": "sandbox-app_3f9c2a7d1e5b8h4j6k0m-trial",
+                     *       "people": [
+                     *         "sandbox-instructor",
+                     *         "sandbox-assistant",
+                     *         "sandbox-manager",
+                     *         "sandbox-student_1",
+                     *         "sandbox-student_2"
+                     *       ],
+                     *       "settings": {
+                     *         "access_token_ttl_seconds": 3600,
+                     *         "id_token_ttl_seconds": 300,
+                     *         "launch_ttl_seconds": 300
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        issuer: string;
+                        client_id: string;
+                        grants_line_item_scope: boolean;
+                        schools: {
+                            deployment_id: string;
+                            title: string;
+                        }[];
+                        trial_course: string;
+                        people: string[];
+                        settings: components["schemas"]["SandboxLmsSettings"];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["SandboxLmsNotFound"];
+            409: components["responses"]["SandboxSuspended"];
+            422: components["responses"]["SandboxLmsRefused"];
+            429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["SandboxLmsUnavailable"];
+        };
+    };
+    createSandboxLmsSchool: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The tool's ID, the launch's `app` claim. Opaque; do not parse it (decision L-09).
+                 * @example app_3f9c2a7d1e5b8h4j6k0m
+                 */
+                app_id: components["parameters"]["AppId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "title": "Northwind University",
+                 *       "course": {
+                 *         "title": "Biology 101",
+                 *         "label": "BIO-101-2026F"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @description The school's name (default `Second school`, `Third school`, … by number). */
+                    title?: string;
+                    course?: {
+                        title: string;
+                        label: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The school and its course. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "deployment_id": "sandbox-app_3f9c2a7d1e5b8h4j6k0m-2",
+                     *       "title": "Northwind University",
+                     *       "course": {
+                     *         "id": "sandbox-app_3f9c2a7d1e5b8h4j6k0m-2-course",
+                     *         "school": "sandbox-app_3f9c2a7d1e5b8h4j6k0m-2",
+                     *         "title": "Biology 101",
+                     *         "label": "BIO-101-2026F",
+                     *         "history": [],
+                     *         "enrolments": [
+                     *           {
+                     *             "sub": "sandbox-student_1",
+                     *             "roles": [
+                     *               "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
+                     *             ]
+                     *           }
+                     *         ],
+                     *         "resource_links": []
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        deployment_id: string;
+                        title: string;
+                        course: components["schemas"]["SandboxLmsCourse"];
+                    };
+                };
+            };
+            400: components["responses"]["MalformedJson"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["SandboxLmsNotFound"];
+            409: components["responses"]["SandboxSuspended"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["SandboxLmsRefused"];
+            429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["SandboxLmsUnavailable"];
+        };
+    };
+    createSandboxLmsCourse: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The tool's ID, the launch's `app` claim. Opaque; do not parse it (decision L-09).
+                 * @example app_3f9c2a7d1e5b8h4j6k0m
+                 */
+                app_id: components["parameters"]["AppId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "title": "Chemistry 110",
+                 *       "label": "CHEM-110-2026F"
+                 *     }
+                 */
+                "application/json": {
+                    school?: string;
+                    title: string;
+                    label: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The course. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "sandbox-app_3f9c2a7d1e5b8h4j6k0m-trial",
+                     *       "school": "sandbox-app_3f9c2a7d1e5b8h4j6k0m",
+                     *       "title": "Sandbox course",
+                     *       "label": "SANDBOX-2026F",
+                     *       "history": [],
+                     *       "enrolments": [
+                     *         {
+                     *           "sub": "sandbox-instructor",
+                     *           "roles": [
+                     *             "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "resource_links": [
+                     *         {
+                     *           "id": "4",
+                     *           "title": "Quiz 1",
+                     *           "custom": {},
+                     *           "columns": []
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SandboxLmsCourse"];
+                };
+            };
+            400: components["responses"]["MalformedJson"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["SandboxLmsNotFound"];
+            409: components["responses"]["SandboxSuspended"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["SandboxLmsRefused"];
+            429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["SandboxLmsUnavailable"];
+        };
+    };
+    getSandboxLmsCourse: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The tool's ID, the launch's `app` claim. Opaque; do not parse it (decision L-09).
+                 * @example app_3f9c2a7d1e5b8h4j6k0m
+                 */
+                app_id: components["parameters"]["AppId"];
+                /** @description A course of the tool's Sandbox LMS (`sandbox-<app_id>-…`). */
+                course_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The course. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "sandbox-app_3f9c2a7d1e5b8h4j6k0m-trial",
+                     *       "school": "sandbox-app_3f9c2a7d1e5b8h4j6k0m",
+                     *       "title": "Sandbox course",
+                     *       "label": "SANDBOX-2026F",
+                     *       "history": [],
+                     *       "enrolments": [
+                     *         {
+                     *           "sub": "sandbox-instructor",
+                     *           "roles": [
+                     *             "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "resource_links": [
+                     *         {
+                     *           "id": "4",
+                     *           "title": "Quiz 1",
+                     *           "custom": {},
+                     *           "columns": []
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SandboxLmsCourse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["SandboxLmsNotFound"];
+            409: components["responses"]["SandboxSuspended"];
+            422: components["responses"]["SandboxLmsRefused"];
+            429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["SandboxLmsUnavailable"];
+        };
+    };
+    updateSandboxLmsCourse: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The tool's ID, the launch's `app` claim. Opaque; do not parse it (decision L-09).
+                 * @example app_3f9c2a7d1e5b8h4j6k0m
+                 */
+                app_id: components["parameters"]["AppId"];
+                /** @description A course of the tool's Sandbox LMS (`sandbox-<app_id>-…`). */
+                course_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "title": "Biology 101 (Spring)",
+                 *       "label": "BIO-101-2027S"
+                 *     }
+                 */
+                "application/json": {
+                    title?: string;
+                    label?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The course now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "sandbox-app_3f9c2a7d1e5b8h4j6k0m-trial",
+                     *       "school": "sandbox-app_3f9c2a7d1e5b8h4j6k0m",
+                     *       "title": "Sandbox course",
+                     *       "label": "SANDBOX-2026F",
+                     *       "history": [],
+                     *       "enrolments": [
+                     *         {
+                     *           "sub": "sandbox-instructor",
+                     *           "roles": [
+                     *             "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "resource_links": [
+                     *         {
+                     *           "id": "4",
+                     *           "title": "Quiz 1",
+                     *           "custom": {},
+                     *           "columns": []
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SandboxLmsCourse"];
+                };
+            };
+            400: components["responses"]["MalformedJson"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["SandboxLmsNotFound"];
+            409: components["responses"]["SandboxSuspended"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["SandboxLmsRefused"];
+            429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["SandboxLmsUnavailable"];
+        };
+    };
+    copySandboxLmsCourse: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The tool's ID, the launch's `app` claim. Opaque; do not parse it (decision L-09).
+                 * @example app_3f9c2a7d1e5b8h4j6k0m
+                 */
+                app_id: components["parameters"]["AppId"];
+                /** @description A course of the tool's Sandbox LMS (`sandbox-<app_id>-…`). */
+                course_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "label": "BIO-101-2027S",
+                 *       "with_enrolments": true
+                 *     }
+                 */
+                "application/json": {
+                    title?: string;
+                    label?: string;
+                    /** @default true */
+                    with_links?: boolean;
+                    /** @default false */
+                    with_enrolments?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The copy. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "sandbox-app_3f9c2a7d1e5b8h4j6k0m-trial",
+                     *       "school": "sandbox-app_3f9c2a7d1e5b8h4j6k0m",
+                     *       "title": "Sandbox course",
+                     *       "label": "SANDBOX-2026F",
+                     *       "history": [],
+                     *       "enrolments": [
+                     *         {
+                     *           "sub": "sandbox-instructor",
+                     *           "roles": [
+                     *             "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "resource_links": [
+                     *         {
+                     *           "id": "4",
+                     *           "title": "Quiz 1",
+                     *           "custom": {},
+                     *           "columns": []
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SandboxLmsCourse"];
+                };
+            };
+            400: components["responses"]["MalformedJson"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["SandboxLmsNotFound"];
+            409: components["responses"]["SandboxSuspended"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["SandboxLmsRefused"];
+            429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["SandboxLmsUnavailable"];
+        };
+    };
+    putSandboxLmsEnrolment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The tool's ID, the launch's `app` claim. Opaque; do not parse it (decision L-09).
+                 * @example app_3f9c2a7d1e5b8h4j6k0m
+                 */
+                app_id: components["parameters"]["AppId"];
+                /** @description A course of the tool's Sandbox LMS (`sandbox-<app_id>-…`). */
+                course_id: string;
+                /** @description The person, a trial person `sandbox-<role>` or one made by `POST …/sandbox/lms/users`. */
+                sub: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "roles": [
+                 *         "student"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    roles: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description The course now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "sandbox-app_3f9c2a7d1e5b8h4j6k0m-trial",
+                     *       "school": "sandbox-app_3f9c2a7d1e5b8h4j6k0m",
+                     *       "title": "Sandbox course",
+                     *       "label": "SANDBOX-2026F",
+                     *       "history": [],
+                     *       "enrolments": [
+                     *         {
+                     *           "sub": "sandbox-instructor",
+                     *           "roles": [
+                     *             "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "resource_links": [
+                     *         {
+                     *           "id": "4",
+                     *           "title": "Quiz 1",
+                     *           "custom": {},
+                     *           "columns": []
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SandboxLmsCourse"];
+                };
+            };
+            400: components["responses"]["MalformedJson"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["SandboxLmsNotFound"];
+            409: components["responses"]["SandboxSuspended"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["SandboxLmsRefused"];
+            429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["SandboxLmsUnavailable"];
+        };
+    };
+    deleteSandboxLmsEnrolment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The tool's ID, the launch's `app` claim. Opaque; do not parse it (decision L-09).
+                 * @example app_3f9c2a7d1e5b8h4j6k0m
+                 */
+                app_id: components["parameters"]["AppId"];
+                /** @description A course of the tool's Sandbox LMS (`sandbox-<app_id>-…`). */
+                course_id: string;
+                /** @description The person, a trial person `sandbox-<role>` or one made by `POST …/sandbox/lms/users`. */
+                sub: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The course now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "sandbox-app_3f9c2a7d1e5b8h4j6k0m-trial",
+                     *       "school": "sandbox-app_3f9c2a7d1e5b8h4j6k0m",
+                     *       "title": "Sandbox course",
+                     *       "label": "SANDBOX-2026F",
+                     *       "history": [],
+                     *       "enrolments": [
+                     *         {
+                     *           "sub": "sandbox-instructor",
+                     *           "roles": [
+                     *             "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "resource_links": [
+                     *         {
+                     *           "id": "4",
+                     *           "title": "Quiz 1",
+                     *           "custom": {},
+                     *           "columns": []
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SandboxLmsCourse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["SandboxLmsNotFound"];
+            409: components["responses"]["SandboxSuspended"];
+            422: components["responses"]["SandboxLmsRefused"];
+            429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["SandboxLmsUnavailable"];
+        };
+    };
+    createSandboxLmsLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The tool's ID, the launch's `app` claim. Opaque; do not parse it (decision L-09).
+                 * @example app_3f9c2a7d1e5b8h4j6k0m
+                 */
+                app_id: components["parameters"]["AppId"];
+                /** @description A course of the tool's Sandbox LMS (`sandbox-<app_id>-…`). */
+                course_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "title": "Quiz 1",
+                 *       "column": null
+                 *     }
+                 */
+                "application/json": {
+                    title: string;
+                    column: null | {
+                        score_maximum: number;
+                        label?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The course with the new link. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "sandbox-app_3f9c2a7d1e5b8h4j6k0m-trial",
+                     *       "school": "sandbox-app_3f9c2a7d1e5b8h4j6k0m",
+                     *       "title": "Sandbox course",
+                     *       "label": "SANDBOX-2026F",
+                     *       "history": [],
+                     *       "enrolments": [
+                     *         {
+                     *           "sub": "sandbox-instructor",
+                     *           "roles": [
+                     *             "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "resource_links": [
+                     *         {
+                     *           "id": "4",
+                     *           "title": "Quiz 1",
+                     *           "custom": {},
+                     *           "columns": []
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SandboxLmsCourse"];
+                };
+            };
+            400: components["responses"]["MalformedJson"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["SandboxLmsNotFound"];
+            409: components["responses"]["SandboxSuspended"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["SandboxLmsRefused"];
+            429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["SandboxLmsUnavailable"];
+        };
+    };
+    updateSandboxLmsLineItem: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The tool's ID, the launch's `app` claim. Opaque; do not parse it (decision L-09).
+                 * @example app_3f9c2a7d1e5b8h4j6k0m
+                 */
+                app_id: components["parameters"]["AppId"];
+                /** @description A course of the tool's Sandbox LMS (`sandbox-<app_id>-…`). */
+                course_id: string;
+                /** @description The column's `line_item_id` (see the course's `resource_links[].columns`). */
+                line_item_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "refuses_scores_with": 503
+                 *     }
+                 */
+                "application/json": {
+                    refuses_scores_with: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The course now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "sandbox-app_3f9c2a7d1e5b8h4j6k0m-trial",
+                     *       "school": "sandbox-app_3f9c2a7d1e5b8h4j6k0m",
+                     *       "title": "Sandbox course",
+                     *       "label": "SANDBOX-2026F",
+                     *       "history": [],
+                     *       "enrolments": [
+                     *         {
+                     *           "sub": "sandbox-instructor",
+                     *           "roles": [
+                     *             "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "resource_links": [
+                     *         {
+                     *           "id": "4",
+                     *           "title": "Quiz 1",
+                     *           "custom": {},
+                     *           "columns": []
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SandboxLmsCourse"];
+                };
+            };
+            400: components["responses"]["MalformedJson"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["SandboxLmsNotFound"];
+            409: components["responses"]["SandboxSuspended"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["SandboxLmsRefused"];
+            429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["SandboxLmsUnavailable"];
+        };
+    };
+    createSandboxLmsUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The tool's ID, the launch's `app` claim. Opaque; do not parse it (decision L-09).
+                 * @example app_3f9c2a7d1e5b8h4j6k0m
+                 */
+                app_id: components["parameters"]["AppId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "given_name": "Olu",
+                 *       "family_name": "Onecourse",
+                 *       "email": "olu@school.example"
+                 *     }
+                 */
+                "application/json": {
+                    given_name: string;
+                    family_name: string;
+                    /** Format: email */
+                    email: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The person. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "sub": "sandbox-app_3f9c2a7d1e5b8h4j6k0m-user-8c1f0e2d3b4a",
+                     *       "given_name": "Olu",
+                     *       "family_name": "Onecourse",
+                     *       "email": "olu@school.example"
+                     *     }
+                     */
+                    "application/json": {
+                        sub: string;
+                        given_name: string;
+                        family_name: string;
+                        email: string;
+                    };
+                };
+            };
+            400: components["responses"]["MalformedJson"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["SandboxLmsNotFound"];
+            409: components["responses"]["SandboxSuspended"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["SandboxLmsRefused"];
+            429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["SandboxLmsUnavailable"];
+        };
+    };
+    createSandboxLmsLaunch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The tool's ID, the launch's `app` claim. Opaque; do not parse it (decision L-09).
+                 * @example app_3f9c2a7d1e5b8h4j6k0m
+                 */
+                app_id: components["parameters"]["AppId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "sub": "sandbox-student_1",
+                 *       "resource_link_id": "4"
+                 *     }
+                 */
+                "application/json": {
+                    sub: string;
+                    resource_link_id?: string;
+                    course_id?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The launch link. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "url": "https://tis.example.edu/lms/launch/0f3c9a1b2d4e5f60718293a4b5c6d7e8",
+                     *       "expires": "2026-11-25T21:05:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** Format: uri */
+                        url: string;
+                        /** Format: date-time */
+                        expires: string;
+                    };
+                };
+            };
+            400: components["responses"]["MalformedJson"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["SandboxLmsNotFound"];
+            409: components["responses"]["SandboxSuspended"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["SandboxLmsRefused"];
+            429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["SandboxLmsUnavailable"];
+        };
+    };
+    resetSandboxLmsSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The lifetimes now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "access_token_ttl_seconds": 3600,
+                     *       "id_token_ttl_seconds": 300,
+                     *       "launch_ttl_seconds": 300
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SandboxLmsSettings"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PlatformOnly"];
+            422: components["responses"]["SandboxLmsRefused"];
+            429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["SandboxLmsUnavailable"];
+        };
+    };
+    updateSandboxLmsSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id_token_ttl_seconds": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["SandboxLmsSettingsPatch"];
+            };
+        };
+        responses: {
+            /** @description The lifetimes now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "access_token_ttl_seconds": 3600,
+                     *       "id_token_ttl_seconds": 1,
+                     *       "launch_ttl_seconds": 300
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SandboxLmsSettings"];
+                };
+            };
+            400: components["responses"]["MalformedJson"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PlatformOnly"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["SandboxLmsRefused"];
+            429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["SandboxLmsUnavailable"];
+        };
+    };
+    updateSandboxLmsRegistration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "grants_line_item_scope": false
+                 *     }
+                 */
+                "application/json": {
+                    grants_line_item_scope: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The registration now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "client_id": "6f1d0c2b9a8e7d6c",
+                     *       "grants_line_item_scope": false
+                     *     }
+                     */
+                    "application/json": {
+                        client_id: string;
+                        grants_line_item_scope: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["MalformedJson"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PlatformOnly"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["SandboxLmsRefused"];
+            429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["SandboxLmsUnavailable"];
         };
     };
     listOperators: {

@@ -25,6 +25,7 @@ import { operatorHandlers } from './operators.js';
 import { sandboxHandlers } from './sandbox.js';
 import { signedLaunchHandlers } from './signed-launch.js';
 import { lmsRegistrationHandlers } from '../lti/dashboard.js';
+import { sandboxLmsControlHandlers } from '../sandbox/controls/handlers.js';
 import { dashboardValidationRules } from './validation.js';
 
 export const DASHBOARD_PATH = '/dashboard/v1';
@@ -39,6 +40,7 @@ export const dashboardHandlers: Handlers<Pick<operations, DashboardOperationId>>
   ...operatorHandlers,
   ...signedLaunchHandlers,
   ...lmsRegistrationHandlers,
+  ...sandboxLmsControlHandlers,
 };
 
 type SpecObject = Record<string, unknown>;

@@ -171,4 +171,18 @@ export class SandboxLmsClient {
   resetSettings(): Promise<Record<string, unknown>> {
     return this.call('DELETE', '/settings');
   }
+
+  // Added for the Sandbox LMS controls of the dashboard API (server/sandbox/controls/, decision LTI-66).
+
+  link(resourceLinkId: string): Promise<LmsResourceLinkJson> {
+    return this.call('GET', `/links/${encodeURIComponent(resourceLinkId)}`);
+  }
+
+  registration(clientId: string): Promise<LmsRegistrationJson> {
+    return this.call('GET', `/registrations/${encodeURIComponent(clientId)}`);
+  }
+
+  currentSettings(): Promise<{ access_token_ttl_seconds: number; id_token_ttl_seconds: number; launch_ttl_seconds: number; platform_storage: boolean }> {
+    return this.call('GET', '/settings');
+  }
 }

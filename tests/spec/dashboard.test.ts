@@ -157,6 +157,10 @@ describe('credentials per operation', () => {
     'getLmsRegistration',
     'activateLmsRegistration',
     'deactivateLmsRegistration',
+    // The Sandbox LMS's LMS-wide controls (decision LTI-69).
+    'updateSandboxLmsSettings',
+    'resetSandboxLmsSettings',
+    'updateSandboxLmsRegistration',
   ];
   const BUILDER_ONLY = ['registerApp']; // decision NS-10: registration takes a builder credential
   const NO_CREDENTIAL = ['openLaunchPage', 'issueSandboxLmsToken']; // a ticket; a signed JWT assertion
