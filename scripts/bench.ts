@@ -25,7 +25,8 @@
  *          --profile <dir> (writes a V8 CPU profile of the SQLite full-stack process there, for Chrome DevTools),
  *          --baseline <checkout> (adds the full stack of another checkout, e.g. a `git worktree` of main, as a
  *          target on the same data dir, and its cold start: a change measured against its base in one run),
- *          --files [--uploads <n>] (instead: the cost of one upload per blob store, scripts/bench/files.ts).
+ *          --files [--uploads <n>] (instead: the cost of one upload per blob store, scripts/bench/files.ts),
+ *          --compiled <dist> (this checkout's service from `npm run build`'s output, as `npm start` runs it).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -70,6 +71,10 @@ const { values: options } = parseArgs({
     files: { type: 'boolean', default: false },
     uploads: { type: 'string', default: '3' },
     baseline: { type: 'string' },
+    // The full stack from a build (`npm run build`; `<dir>/server/main.js`), as `npm start` runs it in
+    // production, instead of the sources through tsx (PERF-33): tsx's transform and source maps cost start-up
+    // time and memory that production never pays.
+    compiled: { type: 'string' },
   },
 });
 const DURATION = Number(options.duration);
@@ -78,6 +83,8 @@ const CONNECTIONS = options.connections.split(',').map((c) => Number(c.trim()));
 const COLD_STARTS = Number(options['cold-starts']);
 
 const repoRoot = new URL('..', import.meta.url).pathname;
+/** How node starts this checkout's service: the build's main.js with `--compiled`, else the sources through tsx. */
+const SERVICE_ARGS: string[] = options.compiled ? [join(resolve(options.compiled), 'server/main.js')] : ['--import', 'tsx', 'server/main.ts'];
 const children: ChildProcess[] = [];
 const dataDir = mkdtempSync(join(tmpdir(), 'tis-bench-'));
 
@@ -291,10 +298,10 @@ async function main(): Promise<void> {
       const port = await freePort();
       // One uncounted start of each checkout first: tsx's transform cache is then warm, as on any start but
       // the first after a change. Then alternating with the baseline's, so both see the same load.
-      await measureColdStart(dataDir, port, { path: rowPath, auth: student.auth });
+      await measureColdStart(dataDir, port, { path: rowPath, auth: student.auth }, repoRoot, SERVICE_ARGS);
       if (options.baseline) await measureColdStart(dataDir, port, { path: rowPath, auth: student.auth }, resolve(options.baseline));
       for (let i = 0; i < COLD_STARTS; i += 1) {
-        coldStarts.push(await measureColdStart(dataDir, port, { path: rowPath, auth: student.auth }));
+        coldStarts.push(await measureColdStart(dataDir, port, { path: rowPath, auth: student.auth }, repoRoot, SERVICE_ARGS));
         if (options.baseline) baselineColdStarts.push(await measureColdStart(dataDir, port, { path: rowPath, auth: student.auth }, resolve(options.baseline)));
       }
       const show = (runs: typeof baselineColdStarts) => runs.map(describeColdStart).join('; ');
@@ -319,7 +326,7 @@ async function main(): Promise<void> {
     const targets: Target[] = [];
     const profiling = options.profile ? ['--cpu-prof', '--cpu-prof-dir', options.profile] : [];
     targets.push(
-      single(await startTarget(SQLITE, [...profiling, '--import', 'tsx', 'server/main.ts'], fullPort, serviceEnv(fullPort, false), '/healthz')),
+      single(await startTarget(SQLITE, [...profiling, ...SERVICE_ARGS], fullPort, serviceEnv(fullPort, false), '/healthz')),
     );
     if (options.baseline) {
       const port = await freePort();
@@ -329,7 +336,7 @@ async function main(): Promise<void> {
       // Same data dir (WAL allows two processes); each process publishes scores to its own Sandbox LMS.
       targets.push(
         single(
-          await startTarget(`${SQLITE}, response validation ON`, ['--import', 'tsx', 'server/main.ts'], validatingPort, serviceEnv(validatingPort, true), '/healthz'),
+          await startTarget(`${SQLITE}, response validation ON`, SERVICE_ARGS, validatingPort, serviceEnv(validatingPort, true), '/healthz'),
         ),
       );
     }
@@ -340,7 +347,7 @@ async function main(): Promise<void> {
         databaseUrl: options.postgres,
         sqlite: { rowPath, scorePath },
         freePort,
-        startService: (name, port, env) => startTarget(name, ['--import', 'tsx', 'server/main.ts'], port, env, '/healthz'),
+        startService: (name, port, env) => startTarget(name, SERVICE_ARGS, port, env, '/healthz'),
       });
       if ('skipped' in pgColumns) {
         postgresNote = `PostgreSQL columns left out: ${pgColumns.skipped}`;

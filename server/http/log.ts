@@ -65,17 +65,54 @@ function withErrors(fields: LogFields | undefined): LogFields {
   return out ?? fields;
 }
 
+const SECRET_NAMES: ReadonlySet<string> = new Set(REDACTED_FIELDS);
+
+/**
+ * Whether pino's redaction (paths `name` and `*.name`) could change these fields: a key of a secret's name
+ * at the top level or one object down, or a value whose keys are not all its own (a class instance).
+ */
+function mayHoldSecrets(fields: LogFields): boolean {
+  for (const key in fields) {
+    if (SECRET_NAMES.has(key)) return true;
+    const value = fields[key];
+    if (typeof value !== 'object' || value === null) continue;
+    const proto = Object.getPrototypeOf(value) as unknown;
+    if (Array.isArray(value)) continue;
+    if (proto !== Object.prototype && proto !== null) return true;
+    for (const inner in value) if (SECRET_NAMES.has(inner)) return true;
+  }
+  return false;
+}
+
+interface Pinos {
+  /** The root logger, with redaction. */
+  redacting: pino.Logger;
+  /** The same options and destination without the redaction pass, for lines it could not change. */
+  plain: pino.Logger;
+}
+
 /**
  * A logger over a pino logger made on first use. A request's child loggers (its request id, its operation)
  * are asked for on every request but written to by few: making the pino child only when a line at an
  * enabled level is written keeps that cost off the requests that write nothing (decision PERF-22).
+ *
+ * A line none of whose fields (its own and its children's) has a secret's name where redaction looks is
+ * written by the plain twin, with the children's fields merged in (the same JSON, key for key): pino's
+ * wildcard redaction and a pino child per request were a visible share of every request's access line,
+ * which never carries a credential (PERF-29). Any other line takes the redacting logger, as before.
  */
-function wrap(get: () => pino.Logger, root: pino.Logger): Logger {
+function wrap(get: () => pino.Logger, pinos: Pinos, bindings: LogFields, clean: boolean): Logger {
+  const root = pinos.redacting;
   const write = (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: LogFields): void => {
     try {
       // Children keep their root's level, so a disabled level is known without making the child.
       if (!root.isLevelEnabled(level)) return;
-      get()[level](withErrors(fields), msg);
+      const own = withErrors(fields);
+      if (clean && !mayHoldSecrets(own) && !overlaps(bindings, own)) {
+        pinos.plain[level]({ ...bindings, ...own }, msg);
+        return;
+      }
+      get()[level](own, msg);
     } catch {
       // A log line must never take a request down with it.
     }
@@ -87,9 +124,21 @@ function wrap(get: () => pino.Logger, root: pino.Logger): Logger {
     error: (msg, fields) => write('error', msg, fields),
     child: (fields) => {
       let made: pino.Logger | undefined;
-      return wrap(() => (made ??= get().child(withErrors(fields))), root);
+      const own = withErrors(fields);
+      return wrap(
+        () => (made ??= get().child(own)),
+        pinos,
+        { ...bindings, ...own },
+        clean && !mayHoldSecrets(own) && !overlaps(bindings, own),
+      );
     },
   };
+}
+
+/** A key twice in one line (a child's and the line's own) is written twice by pino; merging would drop one. */
+function overlaps(bindings: LogFields, fields: LogFields): boolean {
+  for (const key in fields) if (key in bindings) return true;
+  return false;
 }
 
 export function createLogger(options: { level?: LogLevel; sink?: LogSink; fields?: LogFields } = {}): Logger {
@@ -98,19 +147,18 @@ export function createLogger(options: { level?: LogLevel; sink?: LogSink; fields
   const destination = sink
     ? { write: (line: string): void => sink(line.endsWith('\n') ? line.slice(0, -1) : line) }
     : pino.destination({ dest: 1, sync: true });
-  const log = pino(
-    {
-      level: options.level ?? 'info',
-      base: options.fields ?? null,
-      timestamp: pino.stdTimeFunctions.isoTime,
-      formatters: { level: (label) => ({ level: label }) },
-      redact: { paths: REDACT_PATHS, censor: REDACTED },
-      // Errors are serialised by `withErrors`, the same way for every key.
-      serializers: { err: (value: unknown) => value },
-    },
-    destination,
-  );
-  return wrap(() => log, log);
+  const shared: pino.LoggerOptions = {
+    level: options.level ?? 'info',
+    base: options.fields ?? null,
+    timestamp: pino.stdTimeFunctions.isoTime,
+    formatters: { level: (label) => ({ level: label }) },
+    // Errors are serialised by `withErrors`, the same way for every key.
+    serializers: { err: (value: unknown) => value },
+  };
+  const log = pino({ ...shared, redact: { paths: REDACT_PATHS, censor: REDACTED } }, destination);
+  const plain = pino(shared, destination);
+  // The base fields are written by both and never merged, so only a secret among them matters.
+  return wrap(() => log, { redacting: log, plain }, {}, !mayHoldSecrets(options.fields ?? {}));
 }
 
 /** Discards everything; for code paths that need a logger but have nowhere useful to write. */

@@ -251,7 +251,7 @@ export function contractPipeline(contract: ContractDefinition, services: Service
       if (res.headersSent && !('stream' in result)) {
         throw new Error(`handler ${operation.id} wrote the response itself but did not return {stream: true}`);
       }
-      writeResult(res, result, 'status' in result ? shape.responseTypes.get(result.status) : undefined);
+      writeResult(res, result, 'status' in result ? shape.responseTypes.get(result.status) : undefined, { direct: !options.responseValidation });
     } catch (err) {
       next(err);
     }

@@ -157,11 +157,18 @@ function guardContextOf<Op>(ctx: HandlerContext<Op>): GuardContext<Op> {
 /**
  * Writes a handler's result. JSON goes through `res.json` so the response validator sees it; `mediaType`
  * is the spec's media type of that response (e.g. `application/vnd.ims.lis.v2.lineitem+json`).
+ *
+ * `direct` (no response validator armed on `res.json`): a plain 200 or 201 is written as one string with
+ * exactly the headers `res.json` would set (PERF-28). Express's `send` converted the text to a Buffer,
+ * parsed and re-formatted the Content-Type and judged freshness on every answer; a string end also lets
+ * Node write the head and the body in one piece. A conditional request, whose freshness `send` judges, and
+ * every other status still go through `res.json`.
  */
 export function writeResult(
   res: Response,
   result: { stream: true } | { status: number; body?: unknown; headers?: ResponseHeaders },
   mediaType?: string,
+  options: { direct?: boolean } = {},
 ): void {
   if ('stream' in result) return;
   if (result.headers) {
@@ -169,11 +176,24 @@ export function writeResult(
   }
   res.status(result.status);
   if ('body' in result && result.body !== undefined) {
-    if (mediaType && mediaType !== 'application/json' && !res.getHeader('Content-Type')) {
+    const typed = res.getHeader('Content-Type') !== undefined;
+    if (mediaType && mediaType !== 'application/json' && !typed) {
       res.setHeader('Content-Type', `${mediaType}; charset=utf-8`);
+    }
+    if (options.direct === true && (result.status === 200 || result.status === 201) && !typed && !isConditional(res.req)) {
+      const text = JSON.stringify(result.body);
+      if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', 'application/json; charset=utf-8');
+      res.setHeader('Content-Length', Buffer.byteLength(text));
+      res.end(text);
+      return;
     }
     res.json(result.body);
   } else {
     res.end();
   }
+}
+
+function isConditional(req: Request): boolean {
+  const headers = req.headers;
+  return headers['if-none-match'] !== undefined || headers['if-modified-since'] !== undefined;
 }

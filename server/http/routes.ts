@@ -66,6 +66,12 @@ export class OperationRouter<E extends OperationEntry = OperationEntry> {
     this.paths = [...byTemplate.values()].sort((a, b) => b.specificity - a.specificity);
   }
 
+  /** Whether some operation's path template matches, whatever the method (no parameters decoded). */
+  has(pathname: string): boolean {
+    for (const compiled of this.paths) if (compiled.regex.test(pathname)) return true;
+    return false;
+  }
+
   lookup(method: string, pathname: string): RouteLookup<E> {
     for (const compiled of this.paths) {
       const m = compiled.regex.exec(pathname);

@@ -16,10 +16,10 @@
  *   operation's first request (the library's own cache), so start-up compiles nothing.
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { OpenApiValidator } from 'express-openapi-validator/dist/openapi.validator.js';
-import { RequestValidator } from 'express-openapi-validator/dist/middlewares/openapi.request.validator.js';
-import { ResponseValidator } from 'express-openapi-validator/dist/middlewares/openapi.response.validator.js';
-import { SchemaPreprocessor } from 'express-openapi-validator/dist/middlewares/parsers/schema.preprocessor.js';
+import type { OpenApiValidator } from 'express-openapi-validator/dist/openapi.validator.js';
+import type { RequestValidator } from 'express-openapi-validator/dist/middlewares/openapi.request.validator.js';
+import type { ResponseValidator } from 'express-openapi-validator/dist/middlewares/openapi.response.validator.js';
+import type { SchemaPreprocessor } from 'express-openapi-validator/dist/middlewares/parsers/schema.preprocessor.js';
 import type { OperationEntry, RouteMatch } from './routes.js';
 import { OperationRouter } from './routes.js';
 
@@ -52,12 +52,42 @@ interface Validators {
   byOperation: Map<string, OperationSchemas>;
 }
 
+interface Library {
+  OpenApiValidator: typeof OpenApiValidator;
+  RequestValidator: typeof RequestValidator;
+  ResponseValidator: typeof ResponseValidator;
+  SchemaPreprocessor: typeof SchemaPreprocessor;
+}
+
+let library: Promise<Library> | undefined;
+
+/**
+ * The library (with Ajv and its other dependencies) is loaded by the first request that is validated,
+ * not at start: a third of a second of CPU that `/healthz` and a process that is started to be stopped
+ * never needed (PERF-31).
+ */
+function loadLibrary(): Promise<Library> {
+  library ??= Promise.all([
+    import('express-openapi-validator/dist/openapi.validator.js'),
+    import('express-openapi-validator/dist/middlewares/openapi.request.validator.js'),
+    import('express-openapi-validator/dist/middlewares/openapi.response.validator.js'),
+    import('express-openapi-validator/dist/middlewares/parsers/schema.preprocessor.js'),
+  ]).then(([validator, request, response, preprocessor]) => ({
+    OpenApiValidator: validator.OpenApiValidator,
+    RequestValidator: request.RequestValidator,
+    ResponseValidator: response.ResponseValidator,
+    SchemaPreprocessor: preprocessor.SchemaPreprocessor,
+  }));
+  return library;
+}
+
 /** The library tags each spec it loads with a serial; its response validator only judges its own. */
 let serials = 0;
 
 type SpecDocument = { paths?: Record<string, Record<string, unknown>> } & Record<string, unknown>;
 
-function buildValidators(spec: Record<string, unknown>, responseValidation: boolean): Validators {
+function buildValidators(lib: Library, spec: Record<string, unknown>, responseValidation: boolean): Validators {
+  const { OpenApiValidator, RequestValidator, ResponseValidator, SchemaPreprocessor } = lib;
   // The library's option normalization (formats, serializers, Ajv options), exactly as its middleware
   // would apply it; only its loading and matching steps are left out.
   const oav = new OpenApiValidator({
@@ -112,9 +142,13 @@ function specOperations(spec: Record<string, unknown>): OperationEntry[] {
 
 export function validatorRunner(spec: Record<string, unknown>, responseValidation: boolean): Runner {
   let validators: Validators | undefined;
+  let building: Promise<Validators> | undefined;
   let router: OperationRouter | undefined;
   return async (req, res, lateError, given) => {
-    validators ??= buildValidators(spec, responseValidation);
+    if (!validators) {
+      building ??= loadLibrary().then((lib) => buildValidators(lib, spec, responseValidation));
+      validators = await building;
+    }
     let match = given;
     if (!match) {
       router ??= new OperationRouter(specOperations(spec));

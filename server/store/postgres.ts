@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
+import { createRequire } from 'node:module';
+import type pg from 'pg';
 import type { Driver, RootDriver, RunResult, SqlParam } from './driver.js';
 import { normalizeParams, toPostgresPlaceholders } from './driver.js';
 import {
@@ -11,6 +12,12 @@ import {
   UniqueViolationError,
 } from './errors.js';
 import { AsyncMutex } from './mutex.js';
+
+// `pg` is loaded when a PostgreSQL store is first opened, not at start: a service on SQLite never needs it,
+// and loading it was a tenth of a second of every cold start (PERF-31). `pg` here names its types only;
+// `pgLib()` is the module.
+let loaded: typeof pg | undefined;
+const pgLib = (): typeof pg => (loaded ??= createRequire(import.meta.url)('pg') as typeof pg);
 
 export interface PostgresDriverOptions {
   /** `postgres://user:password@host:port/database?...`, as libpq and `pg` read it. */
@@ -86,7 +93,7 @@ const TYPES: pg.CustomTypesConfig = {
       if (oid === INT8_OID) return parseInt8;
       if (oid === NUMERIC_OID) return parseNumeric;
     }
-    return format === 'binary' ? pg.types.getTypeParser(oid, 'binary') : pg.types.getTypeParser(oid, 'text');
+    return format === 'binary' ? pgLib().types.getTypeParser(oid, 'binary') : pgLib().types.getTypeParser(oid, 'text');
   }) as pg.CustomTypesConfig['getTypeParser'],
 };
 
@@ -148,7 +155,7 @@ export class PostgresDriver implements RootDriver {
       types: TYPES,
     };
     if (this.schema !== null) config.options = `-c search_path=${this.schema}`;
-    this.#pool = new pg.Pool(config);
+    this.#pool = new (pgLib().Pool)(config);
     const onIdleError =
       options.onIdleError ??
       ((err: Error) => process.emitWarning(`PostgreSQL connection error (idle pooled connection): ${err.message}`));
@@ -288,7 +295,7 @@ export class PostgresDriver implements RootDriver {
     try {
       return await scope.client.query(text, values);
     } catch (err) {
-      if (err instanceof pg.DatabaseError) scope.failed = err;
+      if (err instanceof pgLib().DatabaseError) scope.failed = err;
       else {
         // Not the server's answer (lost connection, a value refused while parsing the result): the
         // connection's state is unknown, so the transaction cannot go on and the connection is dropped.
@@ -465,7 +472,8 @@ function isPoolEnded(err: unknown): boolean {
 
 export function mapPostgresError(err: unknown): unknown {
   if (!(err instanceof Error)) return err;
-  if (err instanceof pg.DatabaseError) {
+  // No `pg` loaded, no error of its kind exists.
+  if (loaded !== undefined && err instanceof loaded.DatabaseError) {
     switch (err.code) {
       case '23505':
         return new UniqueViolationError(err.constraint ?? err.detail ?? 'unique constraint', { cause: err });

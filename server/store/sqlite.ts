@@ -215,6 +215,12 @@ export class SqliteDriver implements RootDriver {
   /** @internal used by SqliteTransaction */
   async inScope<T>(scope: Scope, op: () => T): Promise<T> {
     this.#assertCallerMayUse(scope);
+    if (!scope.mutex.locked) {
+      // A statement is synchronous: with no other flow of this scope waiting or running, nothing can start
+      // between this check and its end, so it needs no turn of the mutex (as reads outside, PERF-23; PERF-32).
+      assertActive(scope);
+      return op();
+    }
     const release = await scope.mutex.acquire();
     try {
       assertActive(scope);
