@@ -101,26 +101,33 @@ try {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   children.push(lms);
-  const service = spawn(process.execPath, [...(options.profile ? ['--cpu-prof', '--cpu-prof-dir', options.profile] : []), '--import', 'tsx', 'server/main.ts'], {
-    env: {
-      ...process.env,
-      NODE_ENV: 'development',
-      ALLOW_LOOPBACK_TOOLS: '1',
-      LMS_AUTO_ACTIVATE: '1',
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      DATA_DIR: dataDir,
-      PUBLIC_URL: publicUrl,
-      RESPONSE_VALIDATION: 'false',
-      LOG_LEVEL: 'info',
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
-    // Another checkout's service (e.g. a worktree of the parent commit) on this fixture, for a before/after.
-    ...(options.checkout ? { cwd: resolve(options.checkout) } : {}),
-  });
-  children.push(service);
+  // This checkout's service, and with `--checkout` another checkout's (e.g. a worktree of the parent
+  // commit) on the same data directory and public URL, driven in alternating rounds: a before/after
+  // under the same neighbours. Only one of them is driven at a time.
+  const targets: Array<{ name: string; url: string; process: ChildProcess }> = [];
+  for (const [name, cwd] of [['this checkout', undefined], ...(options.checkout ? [['--checkout', resolve(options.checkout)]] : [])] as Array<[string, string | undefined]>) {
+    const listen = targets.length === 0 ? port : await freePort();
+    const child = spawn(process.execPath, [...(options.profile && !cwd ? ['--cpu-prof', '--cpu-prof-dir', options.profile] : []), '--import', 'tsx', 'server/main.ts'], {
+      env: {
+        ...process.env,
+        NODE_ENV: 'development',
+        ALLOW_LOOPBACK_TOOLS: '1',
+        LMS_AUTO_ACTIVATE: '1',
+        PORT: String(listen),
+        HOST: '127.0.0.1',
+        DATA_DIR: dataDir,
+        PUBLIC_URL: publicUrl,
+        RESPONSE_VALIDATION: 'false',
+        LOG_LEVEL: 'info',
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+      ...(cwd ? { cwd } : {}),
+    });
+    children.push(child);
+    targets.push({ name, url: `http://127.0.0.1:${listen}`, process: child });
+    await waitFor(`http://127.0.0.1:${listen}/healthz`, `the service (${name})`);
+  }
   await waitFor(`${lmsUrl}/.well-known/openid-configuration`, 'the LMS');
-  await waitFor(`${publicUrl}/healthz`, 'the service');
 
   const control = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
     const res = await fetch(`${lmsUrl}/controls${path}`, {
@@ -177,16 +184,16 @@ try {
   }
   await services.store.close();
 
-  const servicePid = service.pid ?? 0;
   const lmsPid = lms.pid ?? 0;
-  const drive = async (connections: number): Promise<Measured> => {
+  const drive = async (target: { url: string; process: ChildProcess }, connections: number): Promise<Measured> => {
+    const servicePid = target.process.pid ?? 0;
     let turn = 0;
     let failed = 0;
     let firstFailure: string | null = null;
     const body = JSON.stringify({ score: 0.85, comment: COMMENT });
     const run = (duration: number) =>
       autocannon({
-        url: publicUrl,
+        url: target.url,
         connections,
         duration,
         requests: [
@@ -225,10 +232,10 @@ try {
   const rows: string[] = [];
   const load = loadavg()[0]?.toFixed(1);
   for (let round = 1; round <= ROUNDS; round += 1) {
-    for (const connections of CONNECTIONS) {
-      const m = await drive(connections);
+    for (const connections of CONNECTIONS) for (const target of targets) {
+      const m = await drive(target, connections);
       rows.push(
-        `round ${round}, ${connections} connections: ${m.rps.toFixed(0)} scores/s, p50 ${m.p50} ms, p99 ${m.p99} ms; ` +
+        `round ${round}, ${target.name}, ${connections} connections: ${m.rps.toFixed(0)} scores/s, p50 ${m.p50} ms, p99 ${m.p99} ms; ` +
           `CPU per score: service ${m.serviceMs.toFixed(2)} ms, LMS ${m.lmsMs.toFixed(2)} ms (LMS share ${((100 * m.lmsMs) / (m.serviceMs + m.lmsMs)).toFixed(0)}%); ` +
           `load ${loadavg()[0]?.toFixed(1)}${m.failed ? `; ${m.failed} failed, first: ${m.firstFailure ?? ''}` : ''}`,
       );

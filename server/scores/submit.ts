@@ -121,13 +121,17 @@ export async function submitScore(
     source: { type: guarded.sourceType, id: guarded.sourceId },
     ...(onRecorded ? { onRecorded } : {}),
   });
-  deps.log.info('score attempt recorded', {
-    attempt: attempt.id,
-    status: attempt.status,
-    app: app.id,
-    context: context.id,
-    location: location.id,
-    lms_status: outcome.response?.status ?? null,
-  });
+  // A published score is already in the access log line (200, submitScore) and in the grade history; only
+  // an attempt the LMS did not take says more here, so the operator sees why (PERF-47).
+  if (outcome.status !== 'success') {
+    deps.log.info('score attempt failed', {
+      attempt: attempt.id,
+      app: app.id,
+      context: context.id,
+      location: location.id,
+      lms_status: outcome.response?.status ?? null,
+      error: outcome.error,
+    });
+  }
   return attemptJson(attempt);
 }
