@@ -1,18 +1,22 @@
 /**
  * `node --import tsx scripts/bench/score-split.ts [--members 100] [--connections 10] [--duration 5]
- *  [--rounds 2] [--profile <dir>] [--checkout <dir>]`: where a score submission's CPU goes, the service's own work and the
- * LMS's, measured separately (issue 14; decision PERF-43).
+ *  [--warmup 2] [--rounds 2] [--profile <dir>] [--lms-profile <dir>] [--checkout <dir>]`: where a score
+ * submission's CPU goes, the service's own work and the LMS's, each measured in its own process (issue 14;
+ * decisions PERF-43, PERF-45).
  *
- *   full path   POST the contract's score URL for many members in turn, each with their own launch's token:
- *               the service (`server/main.ts`, NODE_ENV=production) validates, authorizes, publishes to the
- *               LMS over real HTTP and records the attempt.
- *   LMS alone   the same scores POSTed straight to the LMS's AGS scores endpoints, with the access token and
- *               the exact body the service's publisher sends (recorded from one real publication per
- *               member), timestamps moving forward: what the LMS costs per score, without the service.
+ * The LMS is the reference LMS (`lms/main.ts`, what `npm run lms` runs) in a process of its own, and the
+ * service (`server/main.ts`) publishes to it exactly as to a school's LMS: the LMS opens the service's
+ * `/lti/register` through Dynamic Registration (LMS_AUTO_ACTIVATE=1, ALLOW_LOOPBACK_TOOLS=1 since both
+ * listen on 127.0.0.1, hence NODE_ENV=development with RESPONSE_VALIDATION=false, which is production's
+ * pipeline), a course with one graded link and MEMBERS enrolled students is made through the LMS's
+ * controls, and the service's records of those students' launches are written through the service's own
+ * launch code on the same data directory. Then the contract's score URL is POSTed for each member in
+ * turn with that member's token; the service takes an AGS access token once and POSTs each score to the
+ * line item's scores endpoint.
  *
- * Both run against the same server process (the Sandbox LMS is served by the service's own process), so
- * "CPU of the full path − CPU of the LMS alone" is the service's own work per score. The rounds alternate,
- * so both see the same neighbours. CPU milliseconds come from /proc (user + system, every thread).
+ * CPU milliseconds come from /proc (user + system, every thread) of each process, so the service's figure
+ * is its own work and the LMS's is the LMS's, with nothing to subtract. `--checkout` runs another
+ * checkout's service (e.g. a worktree of the parent commit) on the same fixture, for a before/after.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -20,10 +24,10 @@ import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
 import { buildServices } from '../../server/app.js';
 import { configFrom } from '../../server/config.js';
-import { createDefaultPublisher } from '../../server/scores/index.js';
 import { createTool, launch, placeLocation } from '../../tests/server/harness.js';
 import { cpuMs } from './cold-start.js';
 
@@ -35,15 +39,17 @@ const { values: options } = parseArgs({
     warmup: { type: 'string', default: '2' },
     rounds: { type: 'string', default: '2' },
     profile: { type: 'string' },
+    'lms-profile': { type: 'string' },
     checkout: { type: 'string' },
   },
 });
 const MEMBERS = Number(options.members);
-const CONNECTIONS = Number(options.connections);
+const CONNECTIONS = options.connections.split(',').map(Number);
 const DURATION = Number(options.duration);
 const WARMUP = Number(options.warmup);
 const ROUNDS = Number(options.rounds);
 const COMMENT = 'Good work on question 3.';
+const LEARNER = 'http://purl.imsglobal.org/vocab/lis/v2/membership#Learner';
 
 async function freePort(): Promise<number> {
   const probe = createServer();
@@ -53,141 +59,196 @@ async function freePort(): Promise<number> {
   return typeof address === 'object' && address ? address.port : 0;
 }
 
+async function waitFor(url: string, what: string): Promise<void> {
+  for (let tries = 0; ; tries += 1) {
+    try {
+      await fetch(url);
+      return;
+    } catch {
+      if (tries > 300) throw new Error(`${what} did not start`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
 interface Shot {
   path: string;
-  headers: Record<string, string>;
-  body: () => string;
+  auth: string;
 }
 
 interface Measured {
   rps: number;
-  cpuMsPerScore: number;
+  serviceMs: number;
+  lmsMs: number;
   p50: number;
   p99: number;
   failed: number;
+  firstFailure: string | null;
 }
 
-async function drive(url: string, pid: number, shots: Shot[], isFailure: (status: number, body: string) => boolean): Promise<Measured> {
-  let turn = 0;
-  let failed = 0;
-  const run = (duration: number) =>
-    autocannon({
-      url,
-      connections: CONNECTIONS,
-      duration,
-      requests: [
-        {
-          method: 'POST',
-          setupRequest: (request) => {
-            const shot = shots[turn++ % shots.length] as Shot;
-            return { ...request, path: shot.path, headers: { ...request.headers, ...shot.headers }, body: shot.body() };
-          },
-          onResponse: (status, body) => {
-            if (isFailure(status, body)) failed += 1;
-          },
-        },
-      ],
-    });
-  if (WARMUP > 0) await run(WARMUP);
-  failed = 0;
-  const before = cpuMs(pid);
-  const result = await run(DURATION);
-  const spent = cpuMs(pid) - before;
-  const served = Math.max(0, result['2xx'] - failed);
-  return { rps: served / result.duration, cpuMsPerScore: served ? spent / served : Number.NaN, p50: result.latency.p50, p99: result.latency.p99, failed: failed + result.non2xx + result.errors };
-}
-
-/** ISO 8601 with six fractional digits, as the service writes `submitted`. */
-function isoUs(us: number): string {
-  return new Date(Math.floor(us / 1000)).toISOString().replace('Z', `${String(us % 1000).padStart(3, '0')}Z`);
-}
-
+const children: ChildProcess[] = [];
 const dataDir = mkdtempSync(join(tmpdir(), 'tis-score-split-'));
-let child: ChildProcess | null = null;
 try {
   const port = await freePort();
+  const lmsPort = await freePort();
   const publicUrl = `http://127.0.0.1:${port}`;
+  const lmsUrl = `http://127.0.0.1:${lmsPort}`;
+  const controlToken = `lmsc_${randomBytes(24).toString('base64url')}`;
   const services = await buildServices(configFrom({ dataDir, publicUrl, logLevel: 'silent' }));
-  const tool = await createTool({ services });
-  const placed = await placeLocation({ services }, { app: tool.app.id, type: 'assessment', points: 10 });
-  // Two classes: one submits through the service, the other's scores go to the LMS directly, so neither
-  // sends a timestamp older than the other's last one for the same person (the LMS would answer 409).
-  const students = [];
-  const direct = [];
-  for (let i = 0; i < MEMBERS; i += 1) students.push(await launch({ services }, { placed, groups: ['student'] }));
-  for (let i = 0; i < MEMBERS; i += 1) direct.push(await launch({ services }, { placed, groups: ['student'] }));
 
-  child = spawn(process.execPath, [...(options.profile ? ['--cpu-prof', '--cpu-prof-dir', options.profile] : []), '--import', 'tsx', 'server/main.ts'], {
-    env: { ...process.env, NODE_ENV: 'production', PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, PUBLIC_URL: publicUrl, RESPONSE_VALIDATION: 'false', LOG_LEVEL: 'info' },
+  const lms = spawn(process.execPath, [...(options['lms-profile'] ? ['--cpu-prof', '--cpu-prof-dir', options['lms-profile']] : []), '--import', 'tsx', 'lms/main.ts'], {
+    env: { ...process.env, LMS_PORT: String(lmsPort), LMS_HOST: '127.0.0.1', LMS_DB_FILE: join(dataDir, 'lms.sqlite'), LMS_CONTROL_TOKEN: controlToken },
     stdio: ['ignore', 'ignore', 'inherit'],
-    // Another checkout's service (e.g. a worktree of the parent commit) on this fixture, for a before/after.
-    ...(options.checkout ? { cwd: resolve(options.checkout) } : {}),
   });
-  for (let tries = 0; ; tries += 1) {
-    try {
-      await fetch(`${publicUrl}/healthz`);
-      break;
-    } catch {
-      if (tries > 300) throw new Error('the service did not start');
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
-
-  // What the publisher sends the LMS for each member: one real publication each, recorded on the way.
-  const sent: Array<{ url: string; authorization: string; contentType: string; body: Record<string, unknown> }> = [];
-  const publisher = createDefaultPublisher({
-    signer: services.signer,
-    publicUrl,
-    fetch: async (input, init) => {
-      const headers = init.headers as Record<string, string>;
-      if (new URL(input).pathname.endsWith('/scores')) {
-        sent.push({ url: input, authorization: headers['authorization'] ?? '', contentType: headers['content-type'] ?? '', body: JSON.parse(String(init.body)) as Record<string, unknown> });
-      }
-      return fetch(input, init);
-    },
-  });
-  let us = Date.now() * 1000;
-  for (const s of direct) {
-    const outcome = await publisher.publish({
-      app: s.app, organization: s.organization, context: s.context, location: s.location, placement: s.placement, member: s.member, user: s.user,
-      score: 0.85, maxScore: null, comment: COMMENT, activityProgress: 'Completed', gradingProgress: 'FullyGraded', timestamp: isoUs((us += 1)),
+  children.push(lms);
+  // This checkout's service, and with `--checkout` another checkout's (e.g. a worktree of the parent
+  // commit) on the same data directory and public URL, driven in alternating rounds: a before/after
+  // under the same neighbours. Only one of them is driven at a time.
+  const targets: Array<{ name: string; url: string; process: ChildProcess }> = [];
+  for (const [name, cwd] of [['this checkout', undefined], ...(options.checkout ? [['--checkout', resolve(options.checkout)]] : [])] as Array<[string, string | undefined]>) {
+    const listen = targets.length === 0 ? port : await freePort();
+    const child = spawn(process.execPath, [...(options.profile && !cwd ? ['--cpu-prof', '--cpu-prof-dir', options.profile] : []), '--import', 'tsx', 'server/main.ts'], {
+      env: {
+        ...process.env,
+        NODE_ENV: 'development',
+        ALLOW_LOOPBACK_TOOLS: '1',
+        LMS_AUTO_ACTIVATE: '1',
+        PORT: String(listen),
+        HOST: '127.0.0.1',
+        DATA_DIR: dataDir,
+        PUBLIC_URL: publicUrl,
+        RESPONSE_VALIDATION: 'false',
+        LOG_LEVEL: 'info',
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+      ...(cwd ? { cwd } : {}),
     });
-    if (outcome.status !== 'success') throw new Error(`publishing through the LMS failed: ${outcome.error}`);
+    children.push(child);
+    targets.push({ name, url: `http://127.0.0.1:${listen}`, process: child });
+    await waitFor(`http://127.0.0.1:${listen}/healthz`, `the service (${name})`);
+  }
+  await waitFor(`${lmsUrl}/.well-known/openid-configuration`, 'the LMS');
+
+  const control = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+    const res = await fetch(`${lmsUrl}/controls${path}`, {
+      method,
+      headers: { authorization: `Bearer ${controlToken}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`LMS control ${method} ${path}: ${res.status} ${text}`);
+    return (text ? JSON.parse(text) : null) as T;
+  };
+
+  // Dynamic Registration, as a school's administrator makes it: the LMS's window opens the service's page.
+  const initiated = await control<{ url: string }>('POST', '/registrations/initiate', { tool_url: `${publicUrl}/lti/register` });
+  const page = await fetch(initiated.url);
+  if (!page.ok) throw new Error(`Dynamic Registration failed: ${page.status} ${(await page.text()).slice(0, 300)}`);
+  const { registrations } = await control<{ registrations: Array<{ client_id: string; deployments: Array<{ deployment_id: string }> }> }>('GET', '/registrations');
+  const registration = registrations[0];
+  const deploymentId = registration?.deployments[0]?.deployment_id;
+  if (!registration || !deploymentId) throw new Error('the LMS holds no registration of the service');
+  const issuer = ((await (await fetch(`${lmsUrl}/.well-known/openid-configuration`)).json()) as { issuer: string }).issuer;
+  const stored = await services.store.lti.findRegistration(issuer, registration.client_id);
+  if (stored?.status !== 'active') throw new Error(`the service's registration is ${stored?.status ?? 'missing'}`);
+
+  const course = await control<{ id: string }>('POST', '/courses', { deployment_id: deploymentId, title: 'Introduction to Statistics', label: 'STAT 101' });
+  const link = await control<{ id: string; line_items: Array<{ id: string }> }>('POST', `/courses/${course.id}/links`, {
+    title: 'Week 1 quiz',
+    custom: {},
+    line_item: { score_maximum: 10 },
+  });
+  const lineItemUrl = link.line_items[0]?.id;
+  if (!lineItemUrl) throw new Error('the LMS made no line item');
+
+  const tool = await createTool({ services });
+  const placed = await placeLocation(
+    { services },
+    {
+      app: tool.app.id,
+      organization: { issuer, client: registration.client_id, deployment: deploymentId, title: 'Northwind University' },
+      course: { externalId: course.id, name: 'Introduction to Statistics', label: 'STAT 101' },
+      type: 'assessment',
+      points: 10,
+      lineItem: false,
+    },
+  );
+  // What the launch of a link with an AGS `lineitem` claim records (server/lti/launch.ts).
+  await services.store.placements.setLineItem(placed.placement.id, lineItemUrl);
+  const shots: Shot[] = [];
+  for (let i = 0; i < MEMBERS; i += 1) {
+    const user = await control<{ sub: string }>('POST', '/users', { given_name: 'Ada', family_name: `Student ${i}`, email: `student-${i}@northwind.example` });
+    await control('PUT', `/courses/${course.id}/enrolments/${encodeURIComponent(user.sub)}`, { roles: [LEARNER] });
+    const s = await launch({ services }, { placed, groups: ['student'], userExternalId: user.sub });
+    shots.push({ path: new URL(s.claims.grade.submit ?? '').pathname, auth: s.auth });
   }
   await services.store.close();
 
-  const full: Shot[] = students.map((s) => ({
-    path: new URL(s.claims.grade.submit ?? '').pathname,
-    headers: { authorization: s.auth, 'content-type': 'application/json' },
-    body: () => JSON.stringify({ score: 0.85, comment: COMMENT }),
-  }));
-  const lmsAlone: Shot[] = sent.map((s) => ({
-    path: new URL(s.url).pathname,
-    headers: { authorization: s.authorization, 'content-type': s.contentType },
-    body: () => JSON.stringify({ ...s.body, timestamp: isoUs((us += 1)) }),
-  }));
-  const attemptFailed = (status: number, body: string) => status !== 200 || (JSON.parse(body) as { status?: string }).status !== 'success';
-  const refused = (status: number) => status < 200 || status > 299;
+  const lmsPid = lms.pid ?? 0;
+  const drive = async (target: { url: string; process: ChildProcess }, connections: number): Promise<Measured> => {
+    const servicePid = target.process.pid ?? 0;
+    let turn = 0;
+    let failed = 0;
+    let firstFailure: string | null = null;
+    const body = JSON.stringify({ score: 0.85, comment: COMMENT });
+    const run = (duration: number) =>
+      autocannon({
+        url: target.url,
+        connections,
+        duration,
+        requests: [
+          {
+            method: 'POST',
+            setupRequest: (request) => {
+              const shot = shots[turn++ % shots.length] as Shot;
+              return { ...request, path: shot.path, headers: { ...request.headers, authorization: shot.auth, 'content-type': 'application/json' }, body };
+            },
+            onResponse: (status, text) => {
+              // An attempt the LMS did not take is answered 200 too: only `success` is a served score.
+              if (status === 200 && (JSON.parse(text) as { status?: string }).status === 'success') return;
+              failed += 1;
+              firstFailure ??= `${status} ${text.slice(0, 300)}`;
+            },
+          },
+        ],
+      });
+    if (WARMUP > 0) await run(WARMUP);
+    failed = 0;
+    const before = { service: cpuMs(servicePid), lms: cpuMs(lmsPid) };
+    const result = await run(DURATION);
+    const spent = { service: cpuMs(servicePid) - before.service, lms: cpuMs(lmsPid) - before.lms };
+    const served = Math.max(0, result['2xx'] - failed);
+    return {
+      rps: served / result.duration,
+      serviceMs: served ? spent.service / served : Number.NaN,
+      lmsMs: served ? spent.lms / served : Number.NaN,
+      p50: result.latency.p50,
+      p99: result.latency.p99,
+      failed: failed + result.non2xx + result.errors,
+      firstFailure,
+    };
+  };
 
-  const pid = child.pid ?? 0;
   const rows: string[] = [];
-  const fmt = (m: Measured) => `${m.rps.toFixed(0)} scores/s, p50 ${m.p50} ms, p99 ${m.p99} ms, CPU ${m.cpuMsPerScore.toFixed(2)} ms/score${m.failed ? `, ${m.failed} failed` : ''}`;
   const load = loadavg()[0]?.toFixed(1);
   for (let round = 1; round <= ROUNDS; round += 1) {
-    const lms = await drive(publicUrl, pid, lmsAlone, refused);
-    const path = await drive(publicUrl, pid, full, attemptFailed);
-    const own = path.cpuMsPerScore - lms.cpuMsPerScore;
-    rows.push(
-      `round ${round}: full path ${fmt(path)}\n         LMS alone ${fmt(lms)}\n         the service's own work ${own.toFixed(2)} ms CPU/score; the LMS's share ${((100 * lms.cpuMsPerScore) / path.cpuMsPerScore).toFixed(0)}%`,
-    );
-    process.stderr.write(`${rows[rows.length - 1]}\n`);
+    for (const connections of CONNECTIONS) for (const target of targets) {
+      const m = await drive(target, connections);
+      rows.push(
+        `round ${round}, ${target.name}, ${connections} connections: ${m.rps.toFixed(0)} scores/s, p50 ${m.p50} ms, p99 ${m.p99} ms; ` +
+          `CPU per score: service ${m.serviceMs.toFixed(2)} ms, LMS ${m.lmsMs.toFixed(2)} ms (LMS share ${((100 * m.lmsMs) / (m.serviceMs + m.lmsMs)).toFixed(0)}%); ` +
+          `load ${loadavg()[0]?.toFixed(1)}${m.failed ? `; ${m.failed} failed, first: ${m.firstFailure ?? ''}` : ''}`,
+      );
+      process.stderr.write(`${rows[rows.length - 1]}\n`);
+    }
   }
   process.stdout.write(
-    `\n${MEMBERS} members, ${CONNECTIONS} connections, ${DURATION} s per cell after ${WARMUP} s; load average ${load} before, ${loadavg()[0]?.toFixed(1)} after\n${rows.join('\n')}\n`,
+    `\n${MEMBERS} members, ${DURATION} s per cell after ${WARMUP} s; reference LMS in its own process; load average ${load} before, ${loadavg()[0]?.toFixed(1)} after\n${rows.join('\n')}\n`,
   );
 } finally {
-  if (child && child.exitCode === null) {
-    const exited = new Promise((r) => child?.once('exit', r));
+  for (const child of children) {
+    if (child.exitCode !== null) continue;
+    const exited = new Promise((r) => child.once('exit', r));
     child.kill('SIGTERM');
     await exited;
   }

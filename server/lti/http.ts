@@ -157,3 +157,14 @@ export function lmsFetch(lms: LmsHttp, field: LmsEndpointField) {
     return new Response(nullBody ? null : answer.body, { status: answer.status, headers: out });
   };
 }
+
+/**
+ * The AGS publisher's plain exchange with a school's LMS (PERF-46): the same rules, pinning, timer and
+ * body cap as `lmsFetch`, without building fetch's Headers and Response around each request.
+ */
+export function lmsExchange(lms: LmsHttp, field: LmsEndpointField) {
+  return async (request: { method: LmsRequest['method']; url: string; headers: Record<string, string>; body?: string }): Promise<{ status: number; body: string } | { failure: string }> => {
+    const answer = await lms.request({ ...request, field });
+    return answer.ok ? { status: answer.status, body: answer.body } : { failure: answer.reason };
+  };
+}

@@ -7,13 +7,14 @@
 import type { LmsPlatform } from '../scores/lms-registry.js';
 import type { OrganizationRecord, Store } from '../store/index.js';
 import type { LmsHttp } from './http.js';
-import { lmsFetch } from './http.js';
+import { lmsExchange, lmsFetch } from './http.js';
 
 export function ltiPlatforms(store: Pick<Store, 'lti'>, lms: LmsHttp): (organization: OrganizationRecord) => Promise<LmsPlatform | null> {
   const send = lmsFetch(lms, 'lineitem');
+  const exchange = lmsExchange(lms, 'lineitem');
   return async (organization) => {
-    const registration = await store.lti.findRegistration(organization.issuer, organization.client);
-    if (!registration || registration.status !== 'active') return null;
+    const registration = await store.lti.findGradeService(organization.issuer, organization.client);
+    if (!registration) return null;
     return {
       tokenUrl: registration.tokenUrl,
       clientId: registration.clientId,
@@ -21,6 +22,7 @@ export function ltiPlatforms(store: Pick<Store, 'lti'>, lms: LmsHttp): (organiza
       lineItemUrl: (_contextId, ref) => ref,
       transport: (url) => url,
       fetch: send,
+      exchange,
     };
   };
 }

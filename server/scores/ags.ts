@@ -17,7 +17,7 @@
 import { randomUUID } from 'node:crypto';
 import { AGS_MEDIA_TYPES, AGS_SCOPE as AGS_SCOPES, MAX_ASSERTION_LIFETIME_SECONDS } from '../lti/vocabulary.js';
 import type { Clock } from '../store/index.js';
-import type { LmsPlatform, LmsRegistry } from './lms-registry.js';
+import type { LmsExchange, LmsPlatform, LmsRegistry } from './lms-registry.js';
 import type { LmsResponse, Publication, PublicationOutcome, Publisher } from './publisher.js';
 import { failed } from './publisher.js';
 
@@ -330,8 +330,13 @@ export class AgsPublisher implements Publisher {
   }
 
   /** One HTTP exchange; network failures and timeouts become `HttpFailure` with an operator-readable reason. */
-  private async send(platform: LmsPlatform, url: string, init: RequestInit): Promise<LmsResponse> {
+  private async send(platform: LmsPlatform, url: string, init: Omit<LmsExchange, 'url'>): Promise<LmsResponse> {
     const target = platform.transport(url);
+    if (platform.exchange) {
+      const answer = await platform.exchange({ ...init, url: target });
+      if ('failure' in answer) throw new HttpFailure(`the LMS could not be reached at ${new URL(url).origin}: ${answer.failure}`);
+      return { status: answer.status, body: answer.body.length > MAX_RESPONSE_BODY_CHARS ? answer.body.slice(0, MAX_RESPONSE_BODY_CHARS) : answer.body };
+    }
     let response: Response;
     try {
       response = await (platform.fetch ?? this.fetchFn)(target, { ...init, redirect: 'manual', signal: AbortSignal.timeout(this.timeoutMs) });

@@ -95,25 +95,17 @@ export async function submitScore(
 ): Promise<GradeAttemptJson> {
   const { store } = deps;
   const { target } = guarded;
-  const placements = (await store.placements.listByContext(target.contextId, target.appId)).filter(
-    (p) => p.locationId === target.locationId,
-  );
-  const placement = await choosePlacement(store, guarded, placements);
-  if (!placement) throw new Problem(422, 'not_assessment', SCORE_MESSAGES.notAssessment);
-
-  // Each row once: the member as the guard read it, the rest here (PERF-41).
+  // Each row once, and the placements with the app, course, school, location and person in one
+  // statement (PERF-41, PERF-50); the member as the guard read it.
   const member = guarded.member ?? (await store.members.getInContext(target.contextId, target.memberId));
-  const [app, context, location, user] = await Promise.all([
-    store.apps.get(target.appId),
-    store.contexts.get(target.contextId),
-    store.locations.get(target.locationId),
-    member ? store.users.get(member.userId) : null,
-  ]);
-  const organization = context ? await store.organizations.get(context.organizationId) : null;
-  if (!app || !context || !location || !member || !organization || !user) {
+  const scored = await store.placements.scoredRecords(target.contextId, target.appId, target.locationId, member?.userId ?? '');
+  const placement = await choosePlacement(store, guarded, scored?.placements ?? []);
+  if (!placement) throw new Problem(422, 'not_assessment', SCORE_MESSAGES.notAssessment);
+  if (!scored || !member || !scored.user) {
     // The guard saw all of these a moment ago; only a concurrent deletion gets here.
     throw new Problem(404, 'member_not_found', SCORE_MESSAGES.memberNotInContext(target.memberId, target.contextId));
   }
+  const { app, context, location, organization, user } = scored;
 
   const { attempt, outcome } = await publishAttempt(deps, {
     records: { app, organization, context, location, placement, member, user },
@@ -121,13 +113,17 @@ export async function submitScore(
     source: { type: guarded.sourceType, id: guarded.sourceId },
     ...(onRecorded ? { onRecorded } : {}),
   });
-  deps.log.info('score attempt recorded', {
-    attempt: attempt.id,
-    status: attempt.status,
-    app: app.id,
-    context: context.id,
-    location: location.id,
-    lms_status: outcome.response?.status ?? null,
-  });
+  // A published score is already in the access log line (200, submitScore) and in the grade history; only
+  // an attempt the LMS did not take says more here, so the operator sees why (PERF-47).
+  if (outcome.status !== 'success') {
+    deps.log.info('score attempt failed', {
+      attempt: attempt.id,
+      app: app.id,
+      context: context.id,
+      location: location.id,
+      lms_status: outcome.response?.status ?? null,
+      error: outcome.error,
+    });
+  }
   return attemptJson(attempt);
 }

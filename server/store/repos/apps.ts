@@ -89,12 +89,12 @@ const APP_FIELDS = [
   'created_at',
   'updated_at',
 ];
-const APP_COLUMNS = APP_FIELDS.join(', ');
+export const APP_COLUMNS = APP_FIELDS.join(', ');
 
 /** Compared against when the key names no app, so an unknown app costs the same as a wrong secret. */
 const DUMMY_DIGEST = sha256Hex('ltiaas_no_such_app');
 
-function toApp(row: AppRow): AppRecord {
+export function toApp(row: AppRow): AppRecord {
   return {
     id: row.id,
     name: row.name,

@@ -238,14 +238,30 @@ export class AttemptsRepo {
    * is recorded, so no other writer can take the same instant meanwhile (decision PERF-40).
    */
   async nextSubmitted(memberId: string, locationId: string): Promise<{ submittedUs: number; submitted: string }> {
-    const row = await this.ctx.db.get<{ reserved: number | string | null; recorded: number | string | null }>(
+    const { submittedUs, submitted } = await this.nextPublication(memberId, locationId, null);
+    return { submittedUs, submitted };
+  }
+
+  /**
+   * `nextSubmitted`, and in the same statement the points this service last set on the placement's
+   * column (`column_points`, H-03) when `pointsOf` names the placement (PERF-49): what a publication reads
+   * inside its pair's order, in one statement instead of two.
+   */
+  async nextPublication(
+    memberId: string,
+    locationId: string,
+    pointsOf: string | null,
+  ): Promise<{ submittedUs: number; submitted: string; columnPoints: number | null }> {
+    const row = await this.ctx.db.get<{ reserved: number | string | null; recorded: number | string | null; points: number | string | null }>(
       `SELECT (SELECT last_us FROM grade_attempt_clock WHERE member_id = ? AND location_id = ?) AS reserved,
-              (SELECT MAX(submitted_us) FROM grade_attempts WHERE member_id = ? AND location_id = ?) AS recorded`,
-      [memberId, locationId, memberId, locationId],
+              (SELECT MAX(submitted_us) FROM grade_attempts WHERE member_id = ? AND location_id = ?) AS recorded,
+              (SELECT points FROM column_points WHERE placement_id = ?) AS points`,
+      [memberId, locationId, memberId, locationId, pointsOf],
     );
     const floor = Math.max(Number(row?.reserved ?? 0), Number(row?.recorded ?? 0));
     const submittedUs = Math.max(nowUs(this.ctx.clock), floor + 1);
-    return { submittedUs, submitted: isoFromUs(submittedUs) };
+    const points = row?.points ?? null;
+    return { submittedUs, submitted: isoFromUs(submittedUs), columnPoints: points === null ? null : Number(points) };
   }
 
   /**

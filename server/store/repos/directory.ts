@@ -106,14 +106,14 @@ interface MemberRow {
   updated_at: number;
 }
 
-const ORG_COLUMNS = 'id, title, issuer, client, deployment, grants_line_item_scope, created_at, updated_at';
-const CONTEXT_COLUMNS =
+export const ORG_COLUMNS = 'id, title, issuer, client, deployment, grants_line_item_scope, created_at, updated_at';
+export const CONTEXT_COLUMNS =
   'id, organization_id, external_id, name, label, parent_context_id, sandbox_app_id, created_at, updated_at';
-const USER_COLUMNS =
+export const USER_COLUMNS =
   'id, organization_id, external_id, given_name, family_name, full_name, email, created_at, updated_at';
 const MEMBER_COLUMNS = 'id, context_id, user_id, group_names, created_at, updated_at';
 
-function toOrganization(row: OrganizationRow): OrganizationRecord {
+export function toOrganization(row: OrganizationRow): OrganizationRecord {
   return {
     id: row.id,
     title: row.title,
@@ -126,7 +126,7 @@ function toOrganization(row: OrganizationRow): OrganizationRecord {
   };
 }
 
-function toContext(row: ContextRow): ContextRecord {
+export function toContext(row: ContextRow): ContextRecord {
   return {
     id: row.id,
     organizationId: row.organization_id,
@@ -140,7 +140,7 @@ function toContext(row: ContextRow): ContextRecord {
   };
 }
 
-function toUser(row: UserRow): UserRecord {
+export function toUser(row: UserRow): UserRecord {
   return {
     id: row.id,
     organizationId: row.organization_id,

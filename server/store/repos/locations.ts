@@ -78,10 +78,10 @@ interface LocationRow {
   updated_at: number;
 }
 
-const COLUMNS = `id, app_id, extid, type, label, description, points, hidden, is_stored, is_default, sort_order,
+export const COLUMNS = `id, app_id, extid, type, label, description, points, hidden, is_stored, is_default, sort_order,
   params, deleted_at, created_at, updated_at`;
 
-function toLocation(row: LocationRow): LocationRecord {
+export function toLocation(row: LocationRow): LocationRecord {
   return {
     id: row.id,
     appId: row.app_id,

@@ -216,6 +216,19 @@ export class LtiRepo {
     return row ? this.withDeployments(row) : null;
   }
 
+  /**
+   * What publishing a grade needs of the (issuer, client) registration, in one statement: the token
+   * endpoint and assertion audience of an active registration, else null (PERF-48). The deployments,
+   * which `findRegistration` reads with a second statement, decide nothing there.
+   */
+  async findGradeService(issuer: string, clientId: string): Promise<Pick<LtiRegistrationRecord, 'clientId' | 'tokenUrl' | 'tokenAudience'> | null> {
+    const row = await this.ctx.db.get<Pick<RegistrationRow, 'client_id' | 'token_url' | 'token_audience'>>(
+      `SELECT client_id, token_url, token_audience FROM lti_registrations WHERE issuer = ? AND client_id = ? AND status = 'active'`,
+      [issuer, clientId],
+    );
+    return row ? { clientId: row.client_id, tokenUrl: row.token_url, tokenAudience: row.token_audience } : null;
+  }
+
   async listRegistrationsByIssuer(issuer: string): Promise<LtiRegistrationRecord[]> {
     const rows = await this.ctx.db.all<RegistrationRow>(
       `SELECT ${REGISTRATION_COLUMNS} FROM lti_registrations WHERE issuer = ? ORDER BY created_at, id`,

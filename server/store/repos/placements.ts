@@ -1,7 +1,12 @@
 import { newId } from '../ids.js';
 import type { RepoContext } from './common.js';
 import { parseJson } from './common.js';
-import type { LocationType } from './locations.js';
+import type { AppRecord } from './apps.js';
+import { APP_COLUMNS, toApp } from './apps.js';
+import type { ContextRecord, OrganizationRecord, UserRecord } from './directory.js';
+import { CONTEXT_COLUMNS, ORG_COLUMNS, toContext, toOrganization, toUser, USER_COLUMNS } from './directory.js';
+import type { LocationRecord, LocationType } from './locations.js';
+import { COLUMNS as LOCATION_COLUMNS, toLocation } from './locations.js';
 
 /** The copy of the location entry taken when the placement was made; every launch carries it. */
 export interface PlacementEntry {
@@ -37,6 +42,31 @@ interface PlacementRow {
 }
 
 const COLUMNS = 'id, app_id, context_id, location_id, resource_link, entry, line_item_id, created_at';
+
+/** `alias.column AS alias_column` for each of a repo's columns, so one joined row holds several records. */
+function aliased(alias: string, columns: string): string {
+  return columns
+    .split(',')
+    .map((c) => `${alias}.${c.trim()} AS ${alias}_${c.trim()}`)
+    .join(', ');
+}
+
+const SCORED_SELECT = [
+  aliased('p', COLUMNS),
+  aliased('a', APP_COLUMNS),
+  aliased('c', CONTEXT_COLUMNS),
+  aliased('o', ORG_COLUMNS),
+  aliased('l', LOCATION_COLUMNS),
+  aliased('u', USER_COLUMNS),
+].join(', ');
+
+/** One record's columns out of a joined row, under their own names. */
+function part<T>(row: Record<string, unknown>, alias: string): T {
+  const prefix = `${alias}_`;
+  const out: Record<string, unknown> = {};
+  for (const key in row) if (key.startsWith(prefix)) out[key.slice(prefix.length)] = row[key];
+  return out as T;
+}
 
 function toPlacement(row: PlacementRow): PlacementRecord {
   return {
@@ -121,5 +151,40 @@ export class PlacementsRepo {
   async setLineItem(id: string, lineItemId: string | null): Promise<PlacementRecord | null> {
     await this.ctx.db.run('UPDATE placements SET line_item_id = ? WHERE id = ?', [lineItemId, id]);
     return this.get(id);
+  }
+  /**
+   * What a score is published against, in one statement (PERF-50): the tool's placements of the location
+   * in the course, each with the app, the course, its school, the location and the scored person, read
+   * once. Empty when the tool has not placed the location there; `user` is null when its row is gone.
+   */
+  async scoredRecords(
+    contextId: string,
+    appId: string,
+    locationId: string,
+    userId: string,
+  ): Promise<{ placements: PlacementRecord[]; app: AppRecord; context: ContextRecord; organization: OrganizationRecord; location: LocationRecord; user: UserRecord | null } | null> {
+    const rows = await this.ctx.db.all<Record<string, unknown>>(
+      `SELECT ${SCORED_SELECT}
+         FROM placements p
+         JOIN apps a ON a.id = p.app_id
+         JOIN contexts c ON c.id = p.context_id
+         JOIN organizations o ON o.id = c.organization_id
+         JOIN locations l ON l.id = p.location_id
+         LEFT JOIN users u ON u.id = ?
+        WHERE p.context_id = ? AND p.app_id = ? AND p.location_id = ?
+        ORDER BY p.created_at, p.id`,
+      [userId, contextId, appId, locationId],
+    );
+    const first = rows[0];
+    if (!first) return null;
+    const user = first['u_id'] === null || first['u_id'] === undefined ? null : toUser(part(first, 'u'));
+    return {
+      placements: rows.map((row) => toPlacement(part(row, 'p'))),
+      app: toApp(part(first, 'a')),
+      context: toContext(part(first, 'c')),
+      organization: toOrganization(part(first, 'o')),
+      location: toLocation(part(first, 'l')),
+      user,
+    };
   }
 }
