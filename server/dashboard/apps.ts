@@ -169,8 +169,14 @@ export const appHandlers: Pick<Handlers<operations>, AppOperationId> = {
       ...(logo !== undefined ? { logoUrl: logo } : {}),
       ...(contractVersion !== undefined ? { contractVersion } : {}),
     });
-    // The Sandbox is created with the tool (GAP-24).
-    await ensureSandbox(ctx.services, app.id);
+    // The Sandbox is created with the tool (GAP-24). Its LMS being unavailable must not lose the tool whose
+    // API key this answer alone carries: every Sandbox operation makes what is missing at its next need.
+    try {
+      await ensureSandbox(ctx.services, app.id);
+    } catch (err) {
+      if (!(err instanceof Problem && err.status === 503)) throw err;
+      ctx.log.warn('the Sandbox of a new tool waits for its LMS', { app: app.id, reason: err.detail });
+    }
     await recordAction(ctx.services.store, principal, { action: 'app.register', target: app.id, appId: app.id, detail: { name, hosting } });
     ctx.log.info('tool registered', { app: app.id, builder: principal.builder.id, hosting });
     return {

@@ -12,7 +12,6 @@ import type { IssuedTicket } from '../launch-page/tickets.js';
 import { openPicker, placeFromPicker, placementErrorOf, placementJson, placementJsonOf, provisionsOnFirstNeed } from '../placements/index.js';
 import type { Picker, PlacementJson, PlacementOutcome } from '../placements/index.js';
 import { readSandboxGradebook } from '../sandbox-lms/gradebook.js';
-import { AgsPublisher } from '../scores/ags.js';
 import type { AppRecord, ContextRecord, PlacementRecord, ProvisioningLevel, ProvisioningState } from '../store/index.js';
 import { isoFromMs } from '../store/index.js';
 import type { SandboxRole } from './courses.js';
@@ -29,7 +28,6 @@ import {
   trialUserExternalId,
 } from './courses.js';
 import { ensureLmsLink, inLms, lmsGradebook, lmsLaunch, withLms } from './lms-courses.js';
-import { sandboxLmsClient } from './lms-registration.js';
 
 export type SandboxJson = components['schemas']['Sandbox'];
 export type SandboxGradebookJson = components['schemas']['SandboxGradebook'];
@@ -90,17 +88,16 @@ export async function readSandbox(services: Services, app: AppRecord): Promise<S
 }
 
 /**
- * `putSandboxSchool` (LTI-49): whether the Sandbox school's developer key grants the line-item scope is
- * the LMS registration's setting (`grants_line_item_scope`, LTI-35), which the LMS applies to the next
- * tokens and launches; the school record keeps the same answer for `getSandbox`.
+ * `putSandboxSchool` (LTI-49, LTI-51): whether the tool's Sandbox school's developer key grants the line-item
+ * scope. The Sandbox's LMS holds one registration for every tool's Sandbox, so its registration setting (the
+ * platform team's `PATCH /sandbox/lms/registration`, LTI-69) would reach every tool; a tool team's answer is
+ * kept on its own school and the publisher honours it before it asks the LMS (`AgsPublisher`), as S-12's
+ * client of its own per tool did.
  */
 export async function setSandboxLineItemScope(services: Services, app: AppRecord, grants: boolean): Promise<{ grants_line_item_scope: boolean }> {
-  const { school, lms } = await ensureSandbox(services, app.id);
-  const registration = await withLms(services, app.id, () => sandboxLmsClient(services).setLineItemScope(lms.registration.clientId, grants));
-  // The next score asks a new token, as with S-12's client of its own per tool: a cached one keeps its scopes.
-  if (services.publisher instanceof AgsPublisher) services.publisher.forgetClient(lms.registration.tokenUrl, lms.registration.clientId);
-  await services.store.organizations.setGrantsLineItemScope(school.id, registration.grants_line_item_scope);
-  return { grants_line_item_scope: registration.grants_line_item_scope };
+  const { school } = await ensureSandbox(services, app.id);
+  const changed = await services.store.organizations.setGrantsLineItemScope(school.id, grants);
+  return { grants_line_item_scope: changed?.grantsLineItemScope ?? grants };
 }
 
 /** Opens the picker in a Sandbox course as its trial instructor. */

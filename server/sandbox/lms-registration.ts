@@ -6,7 +6,7 @@
  */
 import type { Services } from '../http/services.js';
 import type { LtiRegistrationRecord } from '../store/index.js';
-import { SandboxLmsClient } from './lms-client.js';
+import { SandboxLmsClient, SandboxLmsControlError } from './lms-client.js';
 import type { SandboxLmsHost } from './lms-host.js';
 
 /** One registration per LMS host: two first needs at once make one registration. */
@@ -38,7 +38,22 @@ async function knownRegistration(services: Services, issuer: string): Promise<Lt
   return found;
 }
 
+/**
+ * Registers, or finds the registration; any failure on the way (the LMS's store cannot be opened, its
+ * registration page or ours refused) is the LMS being unavailable to the caller, a 503 through `withLms`,
+ * never a 500: nothing the dashboard caller sent caused it.
+ */
 async function register(services: Services): Promise<LtiRegistrationRecord> {
+  try {
+    return await registerOnce(services);
+  } catch (err) {
+    if (err instanceof SandboxLmsControlError) throw err;
+    services.log.error('the service could not register with its Sandbox LMS', { err });
+    throw new SandboxLmsControlError(503, 'registration', err instanceof Error ? err.message : String(err));
+  }
+}
+
+async function registerOnce(services: Services): Promise<LtiRegistrationRecord> {
   const host = services.sandboxLms;
   await host.ready();
   const issuer = host.issuer();

@@ -135,6 +135,8 @@ export class AgsPublisher implements Publisher {
     } catch {
       return failed(`location ${p.location.id} has no usable line item URL in context ${p.context.id}`);
     }
+    // A school recorded as withholding the line-item scope (a tool's Sandbox school, LTI-51) is not asked.
+    if (p.maxScore !== null && !p.organization.grantsLineItemScope) return failed(LINE_ITEM_SCOPE_WITHHELD);
     const scopes = p.maxScore === null ? [AGS_SCOPES.score] : [AGS_SCOPES.score, AGS_SCOPES.lineItem];
     try {
       let points = p.columnPoints ?? p.placement.entry.points ?? p.location.points ?? 100;

@@ -17,6 +17,7 @@ import type { Builder, Caller } from './helpers.js';
 import { caller, createBuilder, expectProblem, platformToken, register } from './helpers.js';
 import { launchPageOf } from '../sandbox/launch-chain.js';
 import { sandboxLmsClient } from '../../../server/sandbox/lms-registration.js';
+import { LINE_ITEM_SCOPE_WITHHELD } from '../../../server/scores/index.js';
 
 const LOCATIONS = {
   message: 'Pick <b>what</b> to add',
@@ -294,6 +295,9 @@ describe('the whole flow', () => {
     const withheld = await builder.call('PUT', `/apps/${appId}/sandbox/school`, { grants_line_item_scope: false });
     expect(withheld.body).toEqual({ grants_line_item_scope: false });
     expect((await builder.call<{ school: Json }>('GET', `/apps/${appId}/sandbox`)).body.school).toEqual({ grants_line_item_scope: false });
+    // One tool's answer is its own school's: another tool's Sandbox on the same LMS still grants it (LTI-51).
+    const other = await newTool();
+    expect((await builder.call<{ school: Json }>('GET', `/apps/${other}/sandbox`)).body.school).toEqual({ grants_line_item_scope: true });
     await builder.call('POST', `/apps/${appId}/sandbox/picker`);
     const placed = await builder.call<Placement>('POST', `/apps/${appId}/sandbox/placements`, { extid: 'quiz-1' });
     await provisioned(appId);
@@ -305,7 +309,7 @@ describe('the whole flow', () => {
     const withMax = await fetch(submit, { method: 'POST', headers: auth, body: '{"score":0.5,"max_score":40}' });
     const failed = (await withMax.json()) as Json & { data: { error: string } };
     expect(failed['status']).toBe('failed');
-    expect(failed.data.error).not.toBe('');
+    expect(failed.data.error).toBe(LINE_ITEM_SCOPE_WITHHELD);
     const granted = await builder.call('PUT', `/apps/${appId}/sandbox/school`, { grants_line_item_scope: true });
     expect(granted.body).toEqual({ grants_line_item_scope: true });
   });

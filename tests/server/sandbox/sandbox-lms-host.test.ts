@@ -175,6 +175,11 @@ describe("a tool's Sandbox when its LMS lost its store", () => {
     const emptyDir = mkdtempSync(join(tmpdir(), 'tis-sandbox-lms-'));
     const previous = server.services.sandboxLms;
     try {
+      // On PostgreSQL the LMS's store is the service's database (LTI-80): losing it means its tables dropped.
+      if (server.services.config.databaseUrl !== null) {
+        previous.close();
+        await dropLmsTables(server.services.config);
+      }
       server.services.sandboxLms = createSandboxLmsHost({ config: { ...server.services.config, dataDir: emptyDir }, log: server.services.log, selfOrigin: () => server.url });
       const after = await ensureSandbox(server.services, tool.app.id);
       expect(after.lms.registration.clientId).not.toBe(before.lms.registration.clientId);
