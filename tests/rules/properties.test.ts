@@ -18,7 +18,9 @@ const ipv4 = fc.ipV4();
 const ipv6 = fc.ipV6();
 const anyAddress = fc.oneof(ipv4, ipv6, fc.constantFrom('127.0.0.1', '10.1.2.3', '192.168.0.1', '169.254.169.254', '::1', '::ffff:10.0.0.1', 'fe80::1', '8.8.8.8', '2001:4860::8888'));
 const resolverOf = (addresses: readonly string[]): Resolver => async () => addresses;
-const hostLabel = fc.stringMatching(/^[a-z][a-z0-9-]{0,10}[a-z0-9]$/);
+// Hyphens in a label's third and fourth places are reserved for IDNA (RFC 5891 §4.2.3.1): `xn--0` is an
+// invalid A-label that URL parsing refuses before any address rule applies, so such labels are not host names.
+const hostLabel = fc.stringMatching(/^[a-z][a-z0-9-]{0,10}[a-z0-9]$/).filter((label) => label.slice(2, 4) !== '--');
 const hostName = fc.tuple(hostLabel, fc.constantFrom('example', 'quiz', 'tool'), fc.constantFrom('com', 'edu', 'org')).map((parts) => parts.join('.'));
 // Paths as the WHATWG parser keeps them: a path it would rewrite (`/.`, `/a/../b`, a character it
 // percent-encodes) is refused as written (H-04) before any other rule, which other properties cover.
