@@ -17,6 +17,7 @@ import type { SandboxRole } from './courses.js';
 import { trialUserExternalId } from './courses.js';
 import type { LmsGradebookJson, LmsResourceLinkJson } from './lms-client.js';
 import { SandboxLmsControlError } from './lms-client.js';
+import { sandboxLmsUnavailable } from './lms-host.js';
 import { forgetSandboxRegistration, sandboxLmsClient } from './lms-registration.js';
 import { exists, forgetLmsSandbox } from './lms-sandbox.js';
 
@@ -37,7 +38,7 @@ export function lmsProblem(services: Pick<Services, 'sandboxLms' | 'log'>, appId
     forgetSandboxRegistration(services);
   }
   services.log.error('the Sandbox LMS refused a control', { err, app: appId });
-  return new Problem(503, 'sandbox_lms_unavailable', 'the Sandbox LMS is not available; retry shortly', { headers: { 'Retry-After': '1' } });
+  return sandboxLmsUnavailable();
 }
 
 /** Runs LMS calls for a tool's Sandbox, answering their failures as `lmsProblem`. */

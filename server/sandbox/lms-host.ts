@@ -16,6 +16,7 @@ import type { ReferenceLms } from '../../lms/app.js';
 import type { LmsStoreLocation } from '../../lms/store.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../http/log.js';
+import { schemas } from '../../generated/dashboard/schemas.js';
 import { Problem } from '../http/problem.js';
 
 export const SANDBOX_LMS_MOUNT = '/lms';
@@ -100,7 +101,7 @@ export function createSandboxLmsHost(options: SandboxLmsHostOptions): SandboxLms
       } catch (err) {
         // Its store cannot be opened (an unwritable DATA_DIR, the database away): the service's fault, never the caller's.
         options.log.error('the Sandbox LMS could not start', { err });
-        throw new Problem(503, 'sandbox_lms_unavailable', 'the Sandbox LMS is not available; retry shortly', { headers: { 'Retry-After': '1' } });
+        throw sandboxLmsUnavailable();
       }
       return lms.handle(req, res);
     },
@@ -108,4 +109,12 @@ export function createSandboxLmsHost(options: SandboxLmsHostOptions): SandboxLms
       void lms?.then((l) => l.close());
     },
   };
+}
+
+/** The Sandbox's LMS cannot start or answer: the service's fault, a 503 to retry, never a 500 (LTI-40, LTI-52). */
+export function sandboxLmsUnavailable(cause?: unknown): Problem {
+  return new Problem(503, 'sandbox_lms_unavailable', schemas.SandboxLmsCourse['x-messages'].unavailable, {
+    headers: { 'Retry-After': '1' },
+    ...(cause === undefined ? {} : { cause }),
+  });
 }

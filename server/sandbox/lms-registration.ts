@@ -20,8 +20,9 @@ export function sandboxLmsClient(services: Pick<Services, 'sandboxLms'>): Sandbo
 /**
  * The stored registration this LMS knows. On SQLite one process owns both stores, so a stored one whose
  * client the LMS does not know (its file was lost) is set inactive, never used: its grades and launches
- * would only meet an LMS that refuses them. On PostgreSQL it is left alone: it may be another instance's,
- * whose LMS (in memory, one per instance) knows it (decision LTI-41).
+ * would only meet an LMS that refuses them. On PostgreSQL it is left alone (decision LTI-41): the LMS's
+ * store is the shared database (LTI-80), so one it does not know was made by an instance whose LMS lost
+ * its tables, and setting it inactive here would race the instance that registered again.
  */
 async function knownRegistration(services: Services, issuer: string): Promise<LtiRegistrationRecord | null> {
   const known = new Set((await sandboxLmsClient(services).registrations()).registrations.map((r) => r.client_id));

@@ -7,16 +7,19 @@
  * is never the start of another tool's.
  */
 import { schemas } from '../../../generated/dashboard/schemas.js';
+import { fillMessage } from '../../../rules/messages.js';
+import type { MessageValues } from '../../../rules/messages.js';
 import { Problem } from '../../http/problem.js';
 import { SANDBOX_ROLES, trialUserExternalId } from '../courses.js';
 import { SandboxLmsControlError } from '../lms-client.js';
+import { sandboxLmsUnavailable } from '../lms-host.js';
 import { sandboxDeploymentId } from '../lms-sandbox.js';
 
 /** Decision LTI-66: the controls' answers, as the spec states them on SandboxLmsCourse. */
 const MESSAGES = schemas.SandboxLmsCourse['x-messages'];
 
-export function message(name: keyof typeof MESSAGES, values: Record<string, string> = {}): string {
-  return MESSAGES[name].replace(/\{(\w+)\}/g, (whole, key: string) => values[key] ?? whole);
+export function message(name: keyof typeof MESSAGES, values: MessageValues = {}): string {
+  return fillMessage(MESSAGES[name], values);
 }
 
 /** The start of every LMS ID of the tool's Sandbox but its first school's. */
@@ -57,9 +60,6 @@ function lmsAnswer(raw: string): string {
   return raw.slice(0, 300);
 }
 
-function unavailable(cause: unknown): Problem {
-  return new Problem(503, 'sandbox_lms_unavailable', message('unavailable'), { headers: { 'Retry-After': '1' }, cause });
-}
 
 /**
  * Runs calls to the Sandbox LMS for a dashboard caller: the LMS's 404 is the caller's 404, its other
@@ -77,6 +77,6 @@ export async function throughLms<T>(work: () => Promise<T>): Promise<T> {
         throw new Problem(422, 'sandbox_lms_refused', message('lms_refused', { answer: lmsAnswer(err.answer) }), { cause: err });
       }
     }
-    throw unavailable(err);
+    throw sandboxLmsUnavailable(err);
   }
 }
