@@ -577,10 +577,19 @@ export interface paths {
         /**
          * Get the signed launch a placement sends, as data
          * @description For a tool team's own tests (decision OPS-01): does what opening a launch link does, as that trial user,
-         *     and answers the signed launch instead of the HTML page that would POST it. The launch is real and
-         *     recorded: a fresh `api.token`, real storage URLs and, for an assessment, a `grade.submit` URL. Whatever
-         *     would stop the launch page answers 409 with the page's words: a hosted tool, a callback URL unset or failing
-         *     the URL rules, provisioning still waiting (`launch_provisioning`) or failed (`launch_not_set_up`).
+         *     and answers the signed launch instead of the HTML page that would POST it. The service itself follows
+         *     the placement's launch link through the Sandbox LMS (decision LTI-90): the LMS's launch URL for that
+         *     person, the service's OIDC login, the LMS's authorization endpoint and the service's validation of the
+         *     id_token the LMS signs (signature, nonce, state), then the launch page's checks and provisioning. The
+         *     launch is real and recorded: a fresh `api.token`, real storage URLs and, for an assessment, a
+         *     `grade.submit` URL; the person is the one a browser's launch of the same trial user lands on. Whatever
+         *     would stop the launch answers 409 (decision LTI-91): the launch page's stops in the page's words (a
+         *     hosted tool, a callback URL unset or failing the URL rules, provisioning still waiting
+         *     (`launch_provisioning`) or failed (`launch_not_set_up`)); the LMS refusing to launch that person, e.g.
+         *     one unenrolled from the course (`launch_lms_refused`, the LMS's words); a refusal on the LTI path, e.g.
+         *     the platform team deactivated the Sandbox LMS's registration (`launch_lti_refused`, the refusal page's
+         *     words). A Sandbox LMS that cannot be reached or does not answer as expected is 503
+         *     `sandbox_lms_unavailable`, to retry.
          */
         post: operations["createSandboxSignedLaunch"];
         delete?: never;
@@ -3661,7 +3670,10 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The tool's Sandbox is suspended, or the launch cannot happen now. */
+            /**
+             * @description The tool's Sandbox is suspended, or the launch cannot happen now: `launch_<launch page kind>`,
+             *     `launch_lms_refused` or `launch_lti_refused` (decision LTI-91), with the words the person would read.
+             */
             409: {
                 headers: {
                     [name: string]: unknown;
