@@ -129,6 +129,21 @@ describe('the signed launch through the Sandbox LMS', () => {
     });
     expect(replayed.status).toBe(400);
     expect(replayed.headers.get('location')).toBeNull();
+    // Under a login of its own (a fresh state and cookie), the id_token is refused for its nonce.
+    const relogin = await fetch(login.url, { redirect: 'manual' });
+    expect(relogin.status).toBe(302);
+    const freshState = new URL(relogin.headers.get('location') ?? '').searchParams.get('state') ?? '';
+    const cookie = (relogin.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+    expect(cookie).toContain(`lti_state_${freshState}=`);
+    const underNewLogin = await fetch(`${server.url}/lti/launch`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Cookie: cookie },
+      body: new URLSearchParams({ id_token: form.get('id_token') ?? '', state: freshState }).toString(),
+    });
+    expect(underNewLogin.status).toBe(401);
+    expect(underNewLogin.headers.get('location')).toBeNull();
+    expect(server.logs.some((l) => l['msg'] === 'lti request refused' && l['reason'] === "id_token nonce is not the login's")).toBe(true);
     expect(toolRequests()).toEqual(before);
 
     // The launch is the trial user's: verified as a tool verifies it, in the Sandbox school of the LMS.
