@@ -416,9 +416,11 @@ async function main(): Promise<void> {
         for (const target of targets) {
           const m = await measure(target, op, conns);
           if (!m) continue;
+          const pid = started.get(target.name)?.pid;
+          if (pid !== undefined) m.rssMbAfter = Math.round(rssMb(pid) * 10) / 10;
           perTarget[target.name] = m;
           process.stderr.write(
-            `  ${op.name} on ${target.name}, ${conns} connections: ${fmtRps(m.rps)} req/s, p50 ${fmtMs(m.p50)}, p99 ${fmtMs(m.p99)}, CPU ${m.cpuMsPerRequest.toFixed(2)} ms/request${m.bad ? ` [${m.bad}]` : ''}\n`,
+            `  ${op.name} on ${target.name}, ${conns} connections: ${fmtRps(m.rps)} req/s, p50 ${fmtMs(m.p50)}, p99 ${fmtMs(m.p99)}, CPU ${m.cpuMsPerRequest.toFixed(2)} ms/request, RSS after ${m.rssMbAfter ?? 'n/a'} MB${m.bad ? ` [${m.bad}]` : ''}\n`,
           );
         }
       }
