@@ -38,7 +38,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { buildServices } from '../server/app.js';
 import { configFrom } from '../server/config.js';
-import { cpuMs, describeColdStart, measureColdStart } from './bench/cold-start.js';
+import { cpuMs, describeColdStart, measureColdStart, medianColdStart } from './bench/cold-start.js';
 import { probeCommitCost } from './bench/disk-probe.js';
 import { runFilesBench } from './bench/files.js';
 import { DEFAULT_BENCH_DATABASE_URL, type PostgresColumns, startPostgresColumns } from './bench/postgres.js';
@@ -304,7 +304,7 @@ async function main(): Promise<void> {
         coldStarts.push(await measureColdStart(dataDir, port, { path: rowPath, auth: student.auth }, repoRoot, SERVICE_ARGS));
         if (options.baseline) baselineColdStarts.push(await measureColdStart(dataDir, port, { path: rowPath, auth: student.auth }, resolve(options.baseline)));
       }
-      const show = (runs: typeof baselineColdStarts) => runs.map(describeColdStart).join('; ');
+      const show = (runs: typeof baselineColdStarts) => `${runs.map(describeColdStart).join('; ')}; median ${describeColdStart(medianColdStart(runs))}`;
       process.stderr.write(`  cold start: ${show(coldStarts)}\n`);
       if (options.baseline) process.stderr.write(`  cold start of the baseline checkout: ${show(baselineColdStarts)}\n`);
     }
@@ -416,9 +416,11 @@ async function main(): Promise<void> {
         for (const target of targets) {
           const m = await measure(target, op, conns);
           if (!m) continue;
+          const pid = started.get(target.name)?.pid;
+          if (pid !== undefined) m.rssMbAfter = Math.round(rssMb(pid) * 10) / 10;
           perTarget[target.name] = m;
           process.stderr.write(
-            `  ${op.name} on ${target.name}, ${conns} connections: ${fmtRps(m.rps)} req/s, p50 ${fmtMs(m.p50)}, p99 ${fmtMs(m.p99)}, CPU ${m.cpuMsPerRequest.toFixed(2)} ms/request${m.bad ? ` [${m.bad}]` : ''}\n`,
+            `  ${op.name} on ${target.name}, ${conns} connections: ${fmtRps(m.rps)} req/s, p50 ${fmtMs(m.p50)}, p99 ${fmtMs(m.p99)}, CPU ${m.cpuMsPerRequest.toFixed(2)} ms/request, RSS after ${m.rssMbAfter ?? 'n/a'} MB${m.bad ? ` [${m.bad}]` : ''}\n`,
           );
         }
       }
@@ -446,7 +448,10 @@ async function main(): Promise<void> {
     const cold = coldStarts.length
       ? `Cold start (spawn → first 200 on /healthz; → first validated operation; wall clock, and the server's CPU time), ${coldStarts.length} runs: ` +
         coldStarts.map(describeColdStart).join('; ') +
-        (baselineColdStarts.length ? `. The baseline checkout, alternating with these: ${baselineColdStarts.map(describeColdStart).join('; ')}` : '')
+        `; median ${describeColdStart(medianColdStart(coldStarts))}` +
+        (baselineColdStarts.length
+          ? `. The baseline checkout, alternating with these: ${baselineColdStarts.map(describeColdStart).join('; ')}; median ${describeColdStart(medianColdStart(baselineColdStarts))}`
+          : '')
       : 'Cold start not measured (--cold-starts 0)';
     const rss = `RSS after the load: ${Object.entries(run.rssMb)
       .map(([n, mb]) => `${n} ${mb} MB`)

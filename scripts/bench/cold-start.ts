@@ -4,13 +4,15 @@
  * that goes through credential resolution and the request validator (a storage GET of a member row),
  * because the validator is what start-up used to spend most of its time compiling.
  *
- * Used by `npm run bench` (its cold-start line) and runnable alone:
- *   node --import tsx scripts/bench/cold-start.ts [--runs 3]
+ * Used by `npm run bench` (its cold-start line) and runnable alone, alternating the targets run by run and
+ * printing each one's medians:
+ *   node --import tsx scripts/bench/cold-start.ts [--runs 5] [--compiled dist [--compiled <other build>]]
+ *     [--no-tsx] [--profile <dir>]
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 
 export interface ColdStart {
@@ -108,23 +110,53 @@ export async function prepareColdStartStore(): Promise<{ dataDir: string; path: 
   return { dataDir, path: new URL(student.claims.storage.member).pathname, auth: student.auth };
 }
 
+const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? (sorted[mid] ?? Number.NaN) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+};
+
+/** The medians of several cold starts, in the form of one (each clock's median taken on its own). */
+export const medianColdStart = (runs: readonly ColdStart[]): ColdStart => ({
+  healthzMs: median(runs.map((r) => r.healthzMs)),
+  operationMs: median(runs.map((r) => r.operationMs)),
+  healthzCpuMs: median(runs.map((r) => r.healthzCpuMs)),
+  operationCpuMs: median(runs.map((r) => r.operationCpuMs)),
+});
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { runs: { type: 'string', default: '3' }, port: { type: 'string', default: '0' }, compiled: { type: 'string' } },
+    options: {
+      runs: { type: 'string', default: '3' },
+      port: { type: 'string', default: '0' },
+      // --compiled <dist>: also the service as `npm run build` compiles it (<dist>/server/main.js); given
+      // several times (a build of another commit, e.g. `node scripts/build.mjs --out-dir <dir>` there),
+      // each is measured in turn, round by round, so all see the same neighbours.
+      compiled: { type: 'string', multiple: true },
+      // --no-tsx: the builds only.
+      'no-tsx': { type: 'boolean', default: false },
+      // --profile <dir>: each start also writes a V8 CPU profile of the server's process there (inflated
+      // by the profiler; for where the time goes, not for the figures).
+      profile: { type: 'string' },
+    },
   });
-  // --compiled <dist>: also the service as `npm run build` compiles it (<dist>/server/main.js), alternating.
-  const compiled = values.compiled ? [`${values.compiled}/server/main.js`] : null;
+  const profile = values.profile ? ['--cpu-prof', '--cpu-prof-dir', values.profile] : [];
+  const targets: Array<{ name: string; args: string[] }> = [
+    ...(values['no-tsx'] ? [] : [{ name: 'tsx', args: [...profile, '--import', 'tsx', 'server/main.ts'] }]),
+    ...(values.compiled ?? []).map((dist) => ({ name: `compiled ${dist}`, args: [...profile, `${resolve(dist)}/server/main.js`] })),
+  ];
   const prepared = await prepareColdStartStore();
+  const results = new Map<string, ColdStart[]>(targets.map((t) => [t.name, []]));
   try {
     const port = Number(values.port) || 20_000 + Math.floor(Math.random() * 20_000);
     for (let i = 0; i < Number(values.runs); i += 1) {
-      const m = await measureColdStart(prepared.dataDir, port, prepared);
-      process.stdout.write(`cold start ${i + 1} (tsx): ${describeColdStart(m)}\n`);
-      if (compiled) {
-        const c = await measureColdStart(prepared.dataDir, port, prepared, repoRoot, compiled);
-        process.stdout.write(`cold start ${i + 1} (compiled): ${describeColdStart(c)}\n`);
+      for (const target of targets) {
+        const m = await measureColdStart(prepared.dataDir, port, prepared, repoRoot, target.args);
+        results.get(target.name)?.push(m);
+        process.stdout.write(`cold start ${i + 1} (${target.name}): ${describeColdStart(m)}\n`);
       }
     }
+    for (const [name, runs] of results) process.stdout.write(`median of ${runs.length} (${name}): ${describeColdStart(medianColdStart(runs))}\n`);
   } finally {
     rmSync(prepared.dataDir, { recursive: true, force: true });
   }

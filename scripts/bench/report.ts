@@ -15,6 +15,11 @@ export interface Cell {
   /** CPU milliseconds the target's server processes spent per served request (NaN when unknown). */
   cpuMsPerRequest: number;
   bad: string | null;
+  /**
+   * RSS of the target's (first) process in MB right after this cell, so a run shows whether memory grows
+   * with the requests served or settles (absent in runs written before it was recorded).
+   */
+  rssMbAfter?: number;
 }
 
 export interface RatioDef {

@@ -13,10 +13,13 @@
  * - the spec is not validated against the OpenAPI meta-schema nor re-bundled at start: `npm run generate`
  *   writes a bundle with local `$ref`s only and `npm run check` lints it, so both were work without effect;
  * - an API's validators are built on its first request, and each operation's Ajv functions on that
- *   operation's first request (the library's own cache), so start-up compiles nothing.
+ *   operation's first request (the library's own cache), so start-up compiles nothing;
+ * - that first request loads only the library's request validator and preprocessor, not its entry module,
+ *   and the preprocessing resolves `$ref`s without compiling each schema they name (PERF-34).
  */
+import { createRequire } from 'node:module';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import type { OpenApiValidator } from 'express-openapi-validator/dist/openapi.validator.js';
+import type { AjvOptions } from 'express-openapi-validator/dist/framework/ajv/options.js';
 import type { RequestValidator } from 'express-openapi-validator/dist/middlewares/openapi.request.validator.js';
 import type { ResponseValidator } from 'express-openapi-validator/dist/middlewares/openapi.response.validator.js';
 import type { SchemaPreprocessor } from 'express-openapi-validator/dist/middlewares/parsers/schema.preprocessor.js';
@@ -53,58 +56,144 @@ interface Validators {
 }
 
 interface Library {
-  OpenApiValidator: typeof OpenApiValidator;
   RequestValidator: typeof RequestValidator;
-  ResponseValidator: typeof ResponseValidator;
   SchemaPreprocessor: typeof SchemaPreprocessor;
+  AjvOptions: typeof AjvOptions;
+  defaultSerDes: unknown[];
+  /** lodash.get, the library's own dependency: its preprocessor's fallback for a `$ref` Ajv does not hold. */
+  get: (object: unknown, path: string) => unknown;
 }
 
 let library: Promise<Library> | undefined;
+let responseLibrary: Promise<typeof ResponseValidator> | undefined;
 
 /**
- * The library (with Ajv and its other dependencies) is loaded by the first request that is validated,
- * not at start: a third of a second of CPU that `/healthz` and a process that is started to be stopped
- * never needed (PERF-31).
+ * The parts of the library a request needs (with Ajv and its formats) are loaded by the first request that
+ * is validated, not at start (PERF-31); and only those parts: its entry module (`OpenApiValidator`) loads
+ * every middleware it has (multer, the security handler, path matching, the spec loader), twice the code,
+ * and was only ever used here to normalize the options (PERF-34, `validatorOptions`). The response
+ * validator is loaded only where responses are validated (never in production by default).
  */
 function loadLibrary(): Promise<Library> {
   library ??= Promise.all([
-    import('express-openapi-validator/dist/openapi.validator.js'),
     import('express-openapi-validator/dist/middlewares/openapi.request.validator.js'),
-    import('express-openapi-validator/dist/middlewares/openapi.response.validator.js'),
     import('express-openapi-validator/dist/middlewares/parsers/schema.preprocessor.js'),
-  ]).then(([validator, request, response, preprocessor]) => ({
-    OpenApiValidator: validator.OpenApiValidator,
-    RequestValidator: request.RequestValidator,
-    ResponseValidator: response.ResponseValidator,
-    SchemaPreprocessor: preprocessor.SchemaPreprocessor,
-  }));
+    import('express-openapi-validator/dist/framework/ajv/options.js'),
+    import('express-openapi-validator/dist/framework/base.serdes.js'),
+  ]).then(([request, preprocessor, options, serdes]) => {
+    const fromLibrary = createRequire(createRequire(import.meta.url).resolve('express-openapi-validator'));
+    return {
+      RequestValidator: request.RequestValidator,
+      SchemaPreprocessor: preprocessor.SchemaPreprocessor,
+      AjvOptions: options.AjvOptions,
+      defaultSerDes: serdes.defaultSerDes as unknown[],
+      get: fromLibrary('lodash.get') as Library['get'],
+    };
+  });
   return library;
 }
 
-/** The library tags each spec it loads with a serial; its response validator only judges its own. */
-let serials = 0;
+function loadResponseValidator(): Promise<typeof ResponseValidator> {
+  responseLibrary ??= import('express-openapi-validator/dist/middlewares/openapi.response.validator.js').then((m) => m.ResponseValidator);
+  return responseLibrary;
+}
 
-type SpecDocument = { paths?: Record<string, Record<string, unknown>> } & Record<string, unknown>;
-
-function buildValidators(lib: Library, spec: Record<string, unknown>, responseValidation: boolean): Validators {
-  const { OpenApiValidator, RequestValidator, ResponseValidator, SchemaPreprocessor } = lib;
-  // The library's option normalization (formats, serializers, Ajv options), exactly as its middleware
-  // would apply it; only its loading and matching steps are left out.
-  const oav = new OpenApiValidator({
-    apiSpec: spec as never,
+/**
+ * The options as the library's `OpenApiValidator` constructor normalizes them (its defaults,
+ * `normalizeOptions`: the default serializers for `date` and `date-time`, Ajv's formats in `fast` mode)
+ * for the options this service gives it. `tests/server/core/validator-options.test.ts` compares this with
+ * what the library itself makes of them, so a library upgrade that changes its normalization is caught.
+ */
+export function validatorOptions(defaultSerDes: unknown[], responseValidation: boolean): Record<string, unknown> {
+  return {
     validateApiSpec: false,
     validateRequests: { allErrors: true, allowUnknownQueryParameters: true },
     validateResponses: responseValidation ? { allErrors: true } : false,
     validateSecurity: false,
     fileUploader: false,
     validateFormats: true,
+    $refParser: { mode: 'bundle' },
+    formats: {},
+    useRequestUrl: false,
+    operationHandlers: false,
+    serDes: defaultSerDes,
+    ajvFormats: { mode: 'fast' },
+  };
+}
+
+/** The library tags each spec it loads with a serial; its response validator only judges its own. */
+let serials = 0;
+
+type SpecDocument = { paths?: Record<string, Record<string, unknown>>; components?: { schemas?: Record<string, unknown> } } & Record<string, unknown>;
+
+const COMPONENT_SCHEMA = '#/components/schemas/';
+
+/** Whether a document uses `discriminator` anywhere (the preprocessor compiles validators for it). */
+function mentionsDiscriminator(node: unknown): boolean {
+  if (Array.isArray(node)) return node.some(mentionsDiscriminator);
+  if (typeof node !== 'object' || node === null) return false;
+  return Object.entries(node).some(([key, value]) => key === 'discriminator' || mentionsDiscriminator(value));
+}
+
+/**
+ * The library's schema preprocessing (serializers, readOnly/writeOnly, examples dropped, `$ref`s of path
+ * items, bodies and responses resolved in place), without its Ajv compile of every schema a `$ref` names
+ * (PERF-34). Its `resolveSchema` asks an Ajv instance holding each `components.schemas` entry (added by
+ * id when the preprocessor is made) for the schema behind a `$ref`, which compiles that schema only to
+ * return the very object it was given: two thirds of a first request's CPU. Here the same objects come
+ * from a map of those entries taken at the same moment, and any other `$ref` takes the library's own
+ * fallback (lodash.get on the document), so each `$ref` resolves to the identical object and the
+ * documents come out the same (`tests/server/core/validator-options.test.ts` compares them, sharing
+ * included). A document with a `discriminator` (the preprocessor compiles a validator per mapping with
+ * that Ajv) takes the library's preprocessor unchanged.
+ */
+function preprocess(lib: Library, apiDoc: SpecDocument, ajvOptions: unknown, validateResponses: unknown): { apiDoc: SpecDocument; apiDocRes: SpecDocument | null } {
+  type Processed = { apiDoc: SpecDocument; apiDocRes: SpecDocument | null };
+  if (mentionsDiscriminator(apiDoc)) {
+    return new lib.SchemaPreprocessor(apiDoc as never, ajvOptions as never, validateResponses as never).preProcess() as unknown as Processed;
+  }
+  const byRef = new Map(Object.entries(apiDoc.components?.schemas ?? {}).map(([id, schema]) => [`${COMPONENT_SCHEMA}${id}`, schema]));
+  const resolved = new Map<string, unknown>();
+  const preprocessor = Object.create(lib.SchemaPreprocessor.prototype) as Record<string, unknown> & { preProcess(): Processed };
+  Object.assign(preprocessor, {
+    resolvedSchemaCache: resolved,
+    apiDoc,
+    serDesMap: (ajvOptions as { serDesMap: unknown }).serDesMap,
+    responseOpts: validateResponses,
+    // The library's `resolveSchema`, line for line, with the map in place of `this.ajv.getSchema(ref)?.schema`.
+    resolveSchema(schema: Record<string, unknown> | null | undefined): unknown {
+      if (!schema) return null;
+      const ref = schema['$ref'] as string | undefined;
+      if (ref && resolved.has(ref)) return resolved.get(ref);
+      let res: unknown = ref ? byRef.get(ref) : schema;
+      if (ref && !res) {
+        const path = ref.split('/').join('.');
+        res = lib.get(apiDoc, path.substring(path.indexOf('.') + 1));
+      }
+      if (ref) resolved.set(ref, res);
+      return res;
+    },
   });
+  return preprocessor.preProcess();
+}
+
+/** The preprocessed request and response documents of a spec, as the validators get them (for the tests). */
+export async function preprocessedDocuments(spec: Record<string, unknown>, responseValidation: boolean): Promise<{ apiDoc: unknown; apiDocRes: unknown }> {
+  const lib = await loadLibrary();
+  const options = validatorOptions(lib.defaultSerDes, responseValidation);
+  const ajvOpts = new lib.AjvOptions(options as never);
+  return preprocess(lib, structuredClone(spec) as SpecDocument, ajvOpts.preprocessor, options['validateResponses']);
+}
+
+async function buildValidators(lib: Library, spec: Record<string, unknown>, responseValidation: boolean): Promise<Validators> {
+  const { RequestValidator } = lib;
+  // The library's option normalization, exactly as its middleware would apply it (see validatorOptions);
+  // only its loading and matching steps are left out.
+  const options = validatorOptions(lib.defaultSerDes, responseValidation);
+  const ajvOpts = new lib.AjvOptions(options as never);
   // The preprocessor mutates the document (serializers, readOnly/writeOnly, drops examples); keep ours intact.
   const apiDoc = structuredClone(spec) as SpecDocument;
-  const processed = new SchemaPreprocessor(apiDoc as never, oav.ajvOpts.preprocessor, oav.options.validateResponses as never).preProcess() as unknown as {
-    apiDoc: SpecDocument;
-    apiDocRes: SpecDocument | null;
-  };
+  const processed = preprocess(lib, apiDoc, ajvOpts.preprocessor, options['validateResponses']);
   serials += 1;
   const serial = serials;
   const byOperation = new Map<string, OperationSchemas>();
@@ -120,11 +209,13 @@ function buildValidators(lib: Library, spec: Record<string, unknown>, responseVa
       });
     }
   }
+  const ResponseValidator = processed.apiDocRes ? await loadResponseValidator() : null;
   return {
-    request: new RequestValidator(processed.apiDoc as never, oav.ajvOpts.request),
-    response: processed.apiDocRes
-      ? (new ResponseValidator(processed.apiDocRes as never, oav.ajvOpts.response, oav.options.validateResponses as never, serial).validate() as RequestHandler)
-      : null,
+    request: new RequestValidator(processed.apiDoc as never, ajvOpts.request),
+    response:
+      ResponseValidator && processed.apiDocRes
+        ? (new ResponseValidator(processed.apiDocRes as never, ajvOpts.response, options['validateResponses'] as never, serial).validate() as RequestHandler)
+        : null,
     serial,
     byOperation,
   };
