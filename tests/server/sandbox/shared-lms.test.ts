@@ -103,21 +103,29 @@ describe.runIf(TEST_STORE === 'postgres')('instances whose very first start race
     const shared = { DATABASE_URL: store['DATABASE_URL'] ?? '', DATABASE_SCHEMA: store['DATABASE_SCHEMA'] ?? '', PUBLIC_URL: publicUrl, PLATFORM_TOKEN: platformToken };
     // Both start at once on the empty schema, and both meet their first need of the Sandbox LMS at once.
     instances = await Promise.all(dirs.map((dir) => startInstance({ ...shared, DATA_DIR: dir })));
-    const answers = await Promise.all(
-      [...instances, ...instances].map((instance) =>
-        fetch(`${instance.url}/dashboard/v1/sandbox/lms/registration`, {
-          method: 'PATCH',
-          headers: { Authorization: `Bearer ${platformToken}`, 'Content-Type': 'application/json' },
-          body: JSON.stringify({ grants_line_item_scope: true }),
-        }),
-      ),
-    );
+    const call = (instance: Instance, path: string, body: unknown): Promise<Response> =>
+      fetch(`${instance.url}/dashboard/v1${path}`, {
+        method: 'PATCH',
+        headers: { Authorization: `Bearer ${platformToken}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    // Each instance's LMS up and its code loaded (an LMS-wide setting needs no registration), so the first
+    // needs below meet on equal terms.
+    for (const instance of instances) expect((await call(instance, '/sandbox/lms/settings', { launch_ttl_seconds: 300 })).status).toBe(200);
+    const db = new pg.Client({ connectionString: shared.DATABASE_URL });
+    await db.connect();
+    // Widen the race: the registrations' inserts wait for this lock (released well within the store's 5 s
+    // lock timeout) while both instances are on their way, then go on together.
+    await db.query('BEGIN');
+    await db.query(`LOCK TABLE ${shared.DATABASE_SCHEMA}.lti_registrations IN SHARE ROW EXCLUSIVE MODE`);
+    const pending = Promise.all([...instances, ...instances].map((instance) => call(instance, '/sandbox/lms/registration', { grants_line_item_scope: true })));
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    await db.query('COMMIT');
+    const answers = await pending;
     const bodies = (await Promise.all(answers.map((a) => a.json()))) as { client_id: string }[];
     expect(answers.map((a) => a.status), JSON.stringify(bodies)).toEqual([200, 200, 200, 200]);
     expect(new Set(bodies.map((b) => b.client_id)).size).toBe(1);
 
-    const db = new pg.Client({ connectionString: shared.DATABASE_URL });
-    await db.connect();
     try {
       const schema = shared.DATABASE_SCHEMA;
       const count = async (sql: string, params: unknown[] = []): Promise<number> => Number((await db.query<{ n: string }>(sql, params)).rows[0]?.n);
