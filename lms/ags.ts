@@ -11,8 +11,9 @@ import { AGS_MEDIA_TYPES, AGS_SCOPES, urlOf } from './platform.js';
 import type { AgsTarget } from './profiles.js';
 import type { CourseRow, LineItemRow, ScoreRow } from './store.js';
 import { courseOf, deploymentOf, enrolmentRoles, lineItemOf, nextCounter } from './store.js';
+import { effectiveSettings, scopesIn } from './deployment-settings.js';
 import type { AccessToken } from './token.js';
-import { requireScope } from './token.js';
+import { expiredToken, requireScope } from './token.js';
 
 const ACTIVITY_PROGRESS = ['Initialized', 'Started', 'InProgress', 'Submitted', 'Completed'] as const;
 const GRADING_PROGRESS = ['FullyGraded', 'Pending', 'PendingManual', 'Failed', 'NotReady'] as const;
@@ -210,13 +211,17 @@ function filterOf(query: URLSearchParams, name: string): string | null {
 /** One AGS request, routed by the path the profile made. */
 export async function handleAgs(
   platform: Platform,
-  token: AccessToken,
+  given: AccessToken,
   target: AgsTarget,
   req: IncomingMessage,
   res: ServerResponse,
   query: URLSearchParams,
 ): Promise<void> {
-  const course = await courseOfToken(platform, token, target.courseId);
+  const course = await courseOfToken(platform, given, target.courseId);
+  // The course's deployment decides how long the client's token lives here and which of its scopes count (LTI-72).
+  const here = await effectiveSettings(platform, course.deployment_id);
+  if (given.issuedMs !== null && given.issuedMs + here.access_token_ttl_seconds * 1000 <= platform.clock.nowMs()) throw expiredToken();
+  const token: AccessToken = { ...given, scopes: scopesIn(here, given.scopes) };
   const method = req.method ?? 'GET';
   if (target.lineItemId === null) {
     if (method === 'GET') {

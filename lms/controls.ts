@@ -21,8 +21,10 @@ import {
   unenrol,
   updateCourse,
 } from './courses.js';
+import { deploymentSettingsJson, putDeploymentSettings } from './deployment-settings.js';
 import { bearer, isObject, LmsError, readJson, sendEmpty, sendJson, stringField } from './http.js';
 import { issueDeepLinkingLaunch, issueResourceLinkLaunch } from './launch.js';
+import { listCourses, listUsers } from './lists.js';
 import type { LmsSettings, Platform } from './platform.js';
 import { DEFAULT_SETTINGS, putSettings, settingsOf } from './platform.js';
 import { initiateRegistration, registrationJson } from './registration.js';
@@ -61,6 +63,10 @@ async function requireRegistration(platform: Platform, clientId: string): Promis
   const row = await registrationOf(platform.db, clientId);
   if (!row) throw new LmsError(404, 'not_found', `client ${clientId} not registered`);
   return row;
+}
+
+function queryOf(req: IncomingMessage): URLSearchParams {
+  return new URL(req.url ?? '/', 'http://lms.invalid').searchParams;
 }
 
 type Route = (platform: Platform, req: IncomingMessage, res: ServerResponse, m: RegExpExecArray) => Promise<void> | void;
@@ -107,6 +113,13 @@ const ROUTES: [string, RegExp, Route][] = [
       sendJson(res, 201, { deployment_id: d.deployment_id, client_id: d.client_id, title: d.title });
     },
   ],
+  // A school's own token lifetimes and line-item scope (decisions LTI-71, LTI-72): null follows the LMS-wide one.
+  ['GET', /^\/deployments\/([^/]+)\/settings$/, async (p, _req, res, m) => sendJson(res, 200, await deploymentSettingsJson(p, decodeURIComponent(m[1] ?? '')))],
+  ['PATCH', /^\/deployments\/([^/]+)\/settings$/, async (p, req, res, m) => sendJson(res, 200, await putDeploymentSettings(p, decodeURIComponent(m[1] ?? ''), await body(req)))],
+  ['DELETE', /^\/deployments\/([^/]+)\/settings$/, async (p, _req, res, m) => sendJson(res, 200, await putDeploymentSettings(p, decodeURIComponent(m[1] ?? ''), 'reset'))],
+  // The lists an administrator reads (decision LTI-74).
+  ['GET', /^\/users$/, async (p, req, res) => sendJson(res, 200, await listUsers(p, queryOf(req)))],
+  ['GET', /^\/courses$/, async (p, req, res) => sendJson(res, 200, await listCourses(p, queryOf(req)))],
   [
     'POST',
     /^\/users$/,

@@ -9,7 +9,8 @@ import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { LmsError, redirect, sendFormPost, sendHtml, escapeHtml } from './http.js';
 import type { Platform } from './platform.js';
-import { AGS_CLAIM, DL_CLAIM, grantedScopes, LTI_CLAIM, PATHS, settingsOf, urlOf } from './platform.js';
+import { effectiveSettings, scopesIn } from './deployment-settings.js';
+import { AGS_CLAIM, askedScopes, DL_CLAIM, LTI_CLAIM, PATHS, settingsOf, urlOf } from './platform.js';
 import type { CourseRow, MessageRow, RegistrationRow, ResourceLinkRow, UserRow } from './store.js';
 import { courseOf, deploymentOf, enrolmentRoles, registrationOf, resourceLinkOf, userOf } from './store.js';
 
@@ -34,7 +35,8 @@ async function enrolledUser(platform: Platform, course: CourseRow, sub: string):
 
 async function storeMessage(platform: Platform, message: Omit<MessageRow, 'hint' | 'expires'>): Promise<IssuedLaunch> {
   const hint = randomBytes(32).toString('base64url');
-  const expires = platform.clock.nowMs() + (await settingsOf(platform)).launch_ttl_seconds * 1000;
+  // The deployment's own lifetime when it has one (decision LTI-71).
+  const expires = platform.clock.nowMs() + (await effectiveSettings(platform, message.deployment_id)).launch_ttl_seconds * 1000;
   await platform.db.run(
     `INSERT INTO lms_messages (hint, kind, client_id, deployment_id, course_id, resource_link_id, sub, target_link_uri, storage_target, return_url, data, expires)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -227,7 +229,7 @@ async function launchClaims(platform: Platform, registration: RegistrationRow, m
   const roles = (await enrolmentRoles(platform.db, course.id, user.sub)) ?? [];
   const history = JSON.parse(course.history) as string[];
   const nowS = Math.floor(platform.clock.nowMs() / 1000);
-  const settings = await settingsOf(platform);
+  const settings = await effectiveSettings(platform, message.deployment_id);
   const variables: Record<string, string> = {
     '$Context.id': course.id,
     '$Context.title': course.title,
@@ -282,7 +284,7 @@ async function launchClaims(platform: Platform, registration: RegistrationRow, m
   };
   Object.assign(claims, platform.profile.extraClaims({ messageType: message.kind, sub: user.sub, courseId: course.id, email: user.email }));
   if (link) claims[`${LTI_CLAIM}resource_link`] = { id: link.id, title: link.title };
-  const scopes = grantedScopes(registration);
+  const scopes = scopesIn(settings, askedScopes(registration));
   if (scopes.length > 0) {
     const ags: Record<string, unknown> = { scope: scopes, lineitems: urlOf(platform, platform.profile.lineItemsPath(course.id)) };
     if (link) {

@@ -106,8 +106,12 @@ export function urlOf(platform: Pick<Platform, 'issuer'>, path: string): string 
   return `${platform.issuer}${path}`;
 }
 
+/** The AGS scopes a registration asked for (and the LMS knows). */
+export function askedScopes(registration: { scopes: string }): string[] {
+  return (JSON.parse(registration.scopes) as string[]).filter((s) => ALL_AGS_SCOPES.includes(s));
+}
+
 /** The scopes a registration holds now: what it asked for, less the line-item scopes it is denied. */
 export function grantedScopes(registration: { scopes: string; grants_line_item_scope: number }): string[] {
-  const asked = JSON.parse(registration.scopes) as string[];
-  return asked.filter((s) => ALL_AGS_SCOPES.includes(s) && (registration.grants_line_item_scope === 1 || !LINE_ITEM_SCOPES.includes(s)));
+  return askedScopes(registration).filter((s) => registration.grants_line_item_scope === 1 || !LINE_ITEM_SCOPES.includes(s));
 }

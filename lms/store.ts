@@ -24,6 +24,7 @@ export const LMS_TABLES = [
   'lms_registration_tokens',
   'lms_registrations',
   'lms_deployments',
+  'lms_deployment_settings',
   'lms_users',
   'lms_courses',
   'lms_enrolments',
@@ -76,6 +77,10 @@ CREATE TABLE IF NOT EXISTS lms_deployments (
   client_id TEXT NOT NULL REFERENCES lms_registrations(client_id),
   title TEXT NOT NULL,
   created BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS lms_deployment_settings (
+  deployment_id TEXT PRIMARY KEY REFERENCES lms_deployments(deployment_id),
+  settings TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS lms_users (
   sub TEXT PRIMARY KEY,
@@ -159,7 +164,8 @@ CREATE TABLE IF NOT EXISTS lms_access_tokens (
   token_hash TEXT PRIMARY KEY,
   client_id TEXT NOT NULL,
   scopes TEXT NOT NULL,
-  expires BIGINT NOT NULL
+  expires BIGINT NOT NULL,
+  issued BIGINT
 );
 CREATE TABLE IF NOT EXISTS lms_used_assertions (
   client_id TEXT NOT NULL,
@@ -172,6 +178,15 @@ CREATE TABLE IF NOT EXISTS lms_counters (
   value BIGINT NOT NULL
 );
 `;
+
+/**
+ * Columns added to a table after it first shipped (LTI-30's rule: additive changes only), each made on a
+ * store of before it: `CREATE TABLE IF NOT EXISTS` leaves an existing table as it was.
+ */
+const ADDED_COLUMNS: readonly { table: (typeof LMS_TABLES)[number]; column: string; type: string }[] = [
+  // When an access token was issued: a deployment's own lifetime counts from it (decision LTI-71).
+  { table: 'lms_access_tokens', column: 'issued', type: 'BIGINT' },
+];
 
 export type LmsParam = string | number | null;
 
@@ -244,6 +259,7 @@ class SqliteLmsStore implements LmsStore {
       db.transaction(() => {
         renameUnprefixedTables(db);
         db.exec(SCHEMA);
+        addSqliteColumns(db);
       }).immediate();
     } catch (err) {
       db.close();
@@ -338,6 +354,13 @@ class SqliteLmsTransaction implements LmsDb {
   }
 }
 
+function addSqliteColumns(db: Database.Database): void {
+  for (const { table, column, type } of ADDED_COLUMNS) {
+    const columns = db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[];
+    if (!columns.some((c) => c.name === column)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}`);
+  }
+}
+
 /**
  * A file made before the tables were prefixed (LTI-80) keeps its data: each old table is renamed, and
  * SQLite rewrites the foreign keys that name it.
@@ -417,6 +440,11 @@ class PostgresLmsStore implements LmsStore {
       await store.transaction(async (tx) => {
         await tx.get("SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.lms_schema'))");
         for (const statement of SCHEMA.split(';').map((s) => s.trim()).filter(Boolean)) await tx.run(statement);
+        for (const { table, column, type } of ADDED_COLUMNS) {
+          // Asked first: ALTER TABLE takes the table's strongest lock even when the column is there.
+          const there = await tx.get('SELECT 1 AS found FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND column_name = ?', [table, column]);
+          if (!there) await tx.run(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}`);
+        }
       });
     } catch (err) {
       await pool.end();

@@ -10,7 +10,8 @@ import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, errors as joseErro
 import type { JSONWebKeySet } from 'jose';
 import { bearer, LmsError } from './http.js';
 import type { Platform } from './platform.js';
-import { ALL_AGS_SCOPES, grantedScopes, PATHS, settingsOf, urlOf } from './platform.js';
+import { anyDeploymentGrantsLineItems, longestOwnAccessLifetime } from './deployment-settings.js';
+import { ALL_AGS_SCOPES, askedScopes, grantedScopes, PATHS, settingsOf, urlOf } from './platform.js';
 import type { RegistrationRow } from './store.js';
 import { registrationOf } from './store.js';
 
@@ -119,18 +120,24 @@ export async function issueToken(platform: Platform, form: Record<string, string
   const scopes = [...new Set(scopeRaw.split(/\s+/).filter(Boolean))];
   const unknown = scopes.find((s) => !ALL_AGS_SCOPES.includes(s));
   if (unknown) return oauthError(400, 'invalid_scope', `unknown scope ${unknown}`);
-  const granted = grantedScopes(registration);
+  // The request names no deployment: a line-item scope one of the client's deployments grants of its own is
+  // granted here, and each deployment's rule applies where the token is used (decision LTI-72).
+  const granted = (await anyDeploymentGrantsLineItems(platform.db, registration.client_id)) ? askedScopes(registration) : grantedScopes(registration);
   const withheld = scopes.find((s) => !granted.includes(s));
   if (withheld) return oauthError(400, 'invalid_scope', `the registration does not grant ${withheld}`);
 
   const ttl = (await settingsOf(platform)).access_token_ttl_seconds;
+  // Kept as long as the longest lifetime any of its deployments gives it; each course's deployment counts its own from `issued`.
+  const kept = Math.max(ttl, (await longestOwnAccessLifetime(platform.db, registration.client_id)) ?? 0);
   const token = randomBytes(32).toString('base64url');
-  await platform.db.run('DELETE FROM lms_access_tokens WHERE expires < ?', [platform.clock.nowMs() - 86_400_000]);
-  await platform.db.run('INSERT INTO lms_access_tokens (token_hash, client_id, scopes, expires) VALUES (?, ?, ?, ?)', [
+  const issued = platform.clock.nowMs();
+  await platform.db.run('DELETE FROM lms_access_tokens WHERE expires < ?', [issued - 86_400_000]);
+  await platform.db.run('INSERT INTO lms_access_tokens (token_hash, client_id, scopes, expires, issued) VALUES (?, ?, ?, ?, ?)', [
     hashOf(token),
     registration.client_id,
     JSON.stringify(scopes),
-    platform.clock.nowMs() + ttl * 1000,
+    issued + kept * 1000,
+    issued,
   ]);
   return { status: 200, body: { access_token: token, token_type: 'Bearer', expires_in: ttl, scope: scopes.join(' ') } };
 }
@@ -142,6 +149,8 @@ function hashOf(token: string): string {
 export interface AccessToken {
   clientId: string;
   scopes: string[];
+  /** When it was issued (ms); null for a token of a store from before `issued` was kept. */
+  issuedMs: number | null;
 }
 
 function challenge(error?: string, scope?: string): Record<string, string> {
@@ -155,13 +164,17 @@ function challenge(error?: string, scope?: string): Record<string, string> {
 export async function accessTokenOf(platform: Platform, req: IncomingMessage): Promise<AccessToken> {
   const token = bearer(req);
   if (!token) throw new LmsError(401, 'invalid_token', 'missing bearer token', challenge());
-  const row = await platform.db.get<{ client_id: string; scopes: string; expires: number }>(
-    'SELECT client_id, scopes, expires FROM lms_access_tokens WHERE token_hash = ?',
+  const row = await platform.db.get<{ client_id: string; scopes: string; expires: number; issued: number | null }>(
+    'SELECT client_id, scopes, expires, issued FROM lms_access_tokens WHERE token_hash = ?',
     [hashOf(token)],
   );
   if (!row) throw new LmsError(401, 'invalid_token', 'invalid bearer token', challenge('invalid_token'));
-  if (row.expires <= platform.clock.nowMs()) throw new LmsError(401, 'invalid_token', 'expired bearer token', challenge('invalid_token'));
-  return { clientId: row.client_id, scopes: JSON.parse(row.scopes) as string[] };
+  if (row.expires <= platform.clock.nowMs()) throw expiredToken();
+  return { clientId: row.client_id, scopes: JSON.parse(row.scopes) as string[], issuedMs: row.issued };
+}
+
+export function expiredToken(): LmsError {
+  return new LmsError(401, 'invalid_token', 'expired bearer token', challenge('invalid_token'));
 }
 
 export function requireScope(token: AccessToken, ...anyOf: string[]): void {

@@ -4,7 +4,7 @@
  * tests, decision OPS-01), copy the trial course, reset, and read its gradebook.
  */
 import type { Command, CommandContext, Schemas } from './command.js';
-import { check, oneOf, show, stringOption, table, UsageError } from './command.js';
+import { check, morePages, oneOf, PAGE_OPTIONS, pageQuery, show, stringOption, table, UsageError } from './command.js';
 
 const ROLES = Object.keys({ instructor: true, assistant: true, manager: true, student_1: true, student_2: true } satisfies Record<Schemas['SandboxRole'], true>) as Schemas['SandboxRole'][];
 
@@ -179,6 +179,35 @@ export const commands: Command[] = [
         'schools:',
         ...table(['DEPLOYMENT', 'TITLE'], lms.schools.map((s) => [s.deployment_id, s.title])).map((l) => `  ${l}`),
       ]);
+    },
+  },
+  {
+    name: 'sandbox lms courses',
+    summary: "The tool's courses in the Sandbox LMS, oldest first, with their schools, titles and terms.",
+    token: 'any',
+    args: ['app_id'],
+    options: PAGE_OPTIONS,
+    async run(ctx) {
+      const list = check(await ctx.client.GET('/dashboard/v1/apps/{app_id}/sandbox/lms/courses', { params: { path: { app_id: appId(ctx) }, query: pageQuery(ctx) } }));
+      show(ctx, list, () => table(['COURSE', 'SCHOOL', 'LABEL', 'TITLE'], list.courses.map((c) => [c.id, c.school, c.label, c.title])));
+      morePages(ctx, list.next_cursor);
+    },
+  },
+  {
+    name: 'sandbox lms people',
+    summary: "The trial people and the tool's own people in the Sandbox LMS, with their enrolments in the tool's courses.",
+    token: 'any',
+    args: ['app_id'],
+    options: PAGE_OPTIONS,
+    async run(ctx) {
+      const list = check(await ctx.client.GET('/dashboard/v1/apps/{app_id}/sandbox/lms/users', { params: { path: { app_id: appId(ctx) }, query: pageQuery(ctx) } }));
+      show(ctx, list, () =>
+        table(
+          ['SUB', 'NAME', 'ENROLMENTS'],
+          list.people.map((p) => [p.sub, `${p.given_name} ${p.family_name}`, p.enrolments.map((e) => `${e.course_id} (${e.roles.map((r) => r.replace(/^.*[#/]/, '')).join(', ')})`).join('; ') || '(none)']),
+        ),
+      );
+      morePages(ctx, list.next_cursor);
     },
   },
   {
@@ -416,6 +445,47 @@ export const commands: Command[] = [
       if (choice !== 'grant' && choice !== 'withhold') throw new UsageError('sandbox lms line-item-scope takes grant or withhold');
       const registration = check(await ctx.client.PATCH('/dashboard/v1/sandbox/lms/registration', { body: { grants_line_item_scope: choice === 'grant' } }));
       show(ctx, registration, () => [`client ${registration.client_id} ${registration.grants_line_item_scope ? 'grants' : 'withholds'} the line-item scope`]);
+    },
+  },
+  {
+    name: 'sandbox lms school-settings',
+    summary: "The tool's Sandbox school's own token lifetimes and line-item scope (its school only); `lms` follows the LMS-wide value again, --reset every one.",
+    token: 'any',
+    args: ['app_id'],
+    options: {
+      'access-token': { type: 'string', value: '<seconds|lms>', description: "AGS access tokens on the school's courses." },
+      'id-token': { type: 'string', value: '<seconds|lms>', description: 'id_tokens of its launches.' },
+      'launch-link': { type: 'string', value: '<seconds|lms>', description: 'Its launch links.' },
+      'line-item-scope': { type: 'string', value: '<grant|withhold|lms>', description: 'Whether its gradebook columns may be managed (max_score).' },
+      reset: { type: 'boolean', description: 'Every setting back to the LMS-wide one.' },
+    },
+    async run(ctx) {
+      const fields = { 'access-token': 'access_token_ttl_seconds', 'id-token': 'id_token_ttl_seconds', 'launch-link': 'launch_ttl_seconds' } as const;
+      const patch: { access_token_ttl_seconds?: number | null; id_token_ttl_seconds?: number | null; launch_ttl_seconds?: number | null; grants_line_item_scope?: boolean | null } = {};
+      for (const [option, field] of Object.entries(fields)) {
+        const value = stringOption(ctx, option);
+        if (value === undefined) continue;
+        if (value !== 'lms' && !/^\d+$/.test(value)) throw new UsageError(`--${option} must be a whole number of seconds, or lms`);
+        patch[field] = value === 'lms' ? null : Number(value);
+      }
+      const scope = stringOption(ctx, 'line-item-scope');
+      if (scope !== undefined) {
+        if (scope !== 'grant' && scope !== 'withhold' && scope !== 'lms') throw new UsageError('--line-item-scope takes grant, withhold or lms');
+        patch.grants_line_item_scope = scope === 'lms' ? null : scope === 'grant';
+      }
+      const reset = ctx.values['reset'] === true;
+      if (reset && Object.keys(patch).length > 0) throw new UsageError('sandbox lms school-settings takes --reset alone');
+      const path = { params: { path: { app_id: appId(ctx) } } };
+      const settings = reset
+        ? check(await ctx.client.DELETE('/dashboard/v1/apps/{app_id}/sandbox/lms/settings', path))
+        : Object.keys(patch).length > 0
+          ? check(await ctx.client.PATCH('/dashboard/v1/apps/{app_id}/sandbox/lms/settings', { ...path, body: patch }))
+          : check(await ctx.client.GET('/dashboard/v1/apps/{app_id}/sandbox/lms/settings', path));
+      const mark = (own: unknown): string => (own === null ? '' : ' (own)');
+      const { own, effective } = settings;
+      show(ctx, settings, () => [
+        `school ${settings.school}: access token ${effective.access_token_ttl_seconds} s${mark(own.access_token_ttl_seconds)}, id_token ${effective.id_token_ttl_seconds} s${mark(own.id_token_ttl_seconds)}, launch link ${effective.launch_ttl_seconds} s${mark(own.launch_ttl_seconds)}, line-item scope ${effective.grants_line_item_scope ? 'granted' : 'withheld'}${mark(own.grants_line_item_scope)}`,
+      ]);
     },
   },
 ];

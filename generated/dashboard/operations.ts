@@ -193,6 +193,13 @@ export const operations = {
     security: [['builderToken'], ['platformToken']],
     tag: 'Sandbox',
   },
+  listSandboxLmsCourses: {
+    id: 'listSandboxLmsCourses',
+    method: 'GET',
+    path: '/dashboard/v1/apps/{app_id}/sandbox/lms/courses',
+    security: [['builderToken'], ['platformToken']],
+    tag: 'Sandbox',
+  },
   createSandboxLmsCourse: {
     id: 'createSandboxLmsCourse',
     method: 'POST',
@@ -249,6 +256,13 @@ export const operations = {
     security: [['builderToken'], ['platformToken']],
     tag: 'Sandbox',
   },
+  listSandboxLmsUsers: {
+    id: 'listSandboxLmsUsers',
+    method: 'GET',
+    path: '/dashboard/v1/apps/{app_id}/sandbox/lms/users',
+    security: [['builderToken'], ['platformToken']],
+    tag: 'Sandbox',
+  },
   createSandboxLmsUser: {
     id: 'createSandboxLmsUser',
     method: 'POST',
@@ -260,6 +274,27 @@ export const operations = {
     id: 'createSandboxLmsLaunch',
     method: 'POST',
     path: '/dashboard/v1/apps/{app_id}/sandbox/lms/launches',
+    security: [['builderToken'], ['platformToken']],
+    tag: 'Sandbox',
+  },
+  getSandboxLmsSchoolSettings: {
+    id: 'getSandboxLmsSchoolSettings',
+    method: 'GET',
+    path: '/dashboard/v1/apps/{app_id}/sandbox/lms/settings',
+    security: [['builderToken'], ['platformToken']],
+    tag: 'Sandbox',
+  },
+  resetSandboxLmsSchoolSettings: {
+    id: 'resetSandboxLmsSchoolSettings',
+    method: 'DELETE',
+    path: '/dashboard/v1/apps/{app_id}/sandbox/lms/settings',
+    security: [['builderToken'], ['platformToken']],
+    tag: 'Sandbox',
+  },
+  updateSandboxLmsSchoolSettings: {
+    id: 'updateSandboxLmsSchoolSettings',
+    method: 'PATCH',
+    path: '/dashboard/v1/apps/{app_id}/sandbox/lms/settings',
     security: [['builderToken'], ['platformToken']],
     tag: 'Sandbox',
   },
@@ -535,6 +570,11 @@ export type CreateSandboxLmsSchoolParams = OperationTypes['createSandboxLmsSchoo
 export type CreateSandboxLmsSchoolBody = NonNullable<OperationTypes['createSandboxLmsSchool']['requestBody']>['content']['application/json'];
 export type CreateSandboxLmsSchoolResponses = OperationTypes['createSandboxLmsSchool']['responses'];
 
+/** GET /dashboard/v1/apps/{app_id}/sandbox/lms/courses: List the courses of the tool's Sandbox LMS */
+export type ListSandboxLmsCoursesParams = OperationTypes['listSandboxLmsCourses']['parameters'];
+export type ListSandboxLmsCoursesBody = never;
+export type ListSandboxLmsCoursesResponses = OperationTypes['listSandboxLmsCourses']['responses'];
+
 /** POST /dashboard/v1/apps/{app_id}/sandbox/lms/courses: Make a course in one of the tool's Sandbox LMS schools */
 export type CreateSandboxLmsCourseParams = OperationTypes['createSandboxLmsCourse']['parameters'];
 export type CreateSandboxLmsCourseBody = NonNullable<OperationTypes['createSandboxLmsCourse']['requestBody']>['content']['application/json'];
@@ -575,6 +615,11 @@ export type UpdateSandboxLmsLineItemParams = OperationTypes['updateSandboxLmsLin
 export type UpdateSandboxLmsLineItemBody = NonNullable<OperationTypes['updateSandboxLmsLineItem']['requestBody']>['content']['application/json'];
 export type UpdateSandboxLmsLineItemResponses = OperationTypes['updateSandboxLmsLineItem']['responses'];
 
+/** GET /dashboard/v1/apps/{app_id}/sandbox/lms/users: List the people of the tool's Sandbox LMS with their enrolments */
+export type ListSandboxLmsUsersParams = OperationTypes['listSandboxLmsUsers']['parameters'];
+export type ListSandboxLmsUsersBody = never;
+export type ListSandboxLmsUsersResponses = OperationTypes['listSandboxLmsUsers']['responses'];
+
 /** POST /dashboard/v1/apps/{app_id}/sandbox/lms/users: Make a person in the tool's Sandbox LMS */
 export type CreateSandboxLmsUserParams = OperationTypes['createSandboxLmsUser']['parameters'];
 export type CreateSandboxLmsUserBody = NonNullable<OperationTypes['createSandboxLmsUser']['requestBody']>['content']['application/json'];
@@ -584,6 +629,21 @@ export type CreateSandboxLmsUserResponses = OperationTypes['createSandboxLmsUser
 export type CreateSandboxLmsLaunchParams = OperationTypes['createSandboxLmsLaunch']['parameters'];
 export type CreateSandboxLmsLaunchBody = NonNullable<OperationTypes['createSandboxLmsLaunch']['requestBody']>['content']['application/json'];
 export type CreateSandboxLmsLaunchResponses = OperationTypes['createSandboxLmsLaunch']['responses'];
+
+/** GET /dashboard/v1/apps/{app_id}/sandbox/lms/settings: Read the tool's Sandbox school's token lifetimes and line-item scope */
+export type GetSandboxLmsSchoolSettingsParams = OperationTypes['getSandboxLmsSchoolSettings']['parameters'];
+export type GetSandboxLmsSchoolSettingsBody = never;
+export type GetSandboxLmsSchoolSettingsResponses = OperationTypes['getSandboxLmsSchoolSettings']['responses'];
+
+/** DELETE /dashboard/v1/apps/{app_id}/sandbox/lms/settings: Hand the tool's Sandbox school back to the LMS-wide settings */
+export type ResetSandboxLmsSchoolSettingsParams = OperationTypes['resetSandboxLmsSchoolSettings']['parameters'];
+export type ResetSandboxLmsSchoolSettingsBody = never;
+export type ResetSandboxLmsSchoolSettingsResponses = OperationTypes['resetSandboxLmsSchoolSettings']['responses'];
+
+/** PATCH /dashboard/v1/apps/{app_id}/sandbox/lms/settings: Set the tool's Sandbox school's own token lifetimes or line-item scope */
+export type UpdateSandboxLmsSchoolSettingsParams = OperationTypes['updateSandboxLmsSchoolSettings']['parameters'];
+export type UpdateSandboxLmsSchoolSettingsBody = NonNullable<OperationTypes['updateSandboxLmsSchoolSettings']['requestBody']>['content']['application/json'];
+export type UpdateSandboxLmsSchoolSettingsResponses = OperationTypes['updateSandboxLmsSchoolSettings']['responses'];
 
 /** DELETE /dashboard/v1/sandbox/lms/settings: Restore the Sandbox LMS's default token lifetimes */
 export type ResetSandboxLmsSettingsParams = OperationTypes['resetSandboxLmsSettings']['parameters'];

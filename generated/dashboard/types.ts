@@ -334,6 +334,8 @@ export interface paths {
          *     like a school whose LMS developer key grants only the score scope. Scores still publish; a submission with
          *     `max_score` comes back as a `failed` attempt with the reason in `data.error` (contract, Submit a score).
          *     Takes effect for the next token the publisher asks for; tokens already issued keep their scopes.
+         *     It is the school's own line-item scope in the Sandbox LMS, `PATCH …/sandbox/lms/settings`
+         *     `{grants_line_item_scope}`, which the school record follows (decision LTI-73).
          */
         put: operations["putSandboxSchool"];
         post?: never;
@@ -673,7 +675,14 @@ export interface paths {
             };
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List the courses of the tool's Sandbox LMS
+         * @description Every course of the tool's part of the Sandbox LMS (its IDs begin with `sandbox-<app_id>-`: the trial
+         *     course, copies, courses of other schools and those made by `POST …/courses`), oldest first, with their
+         *     school, title, label (the term) and copy history (decision LTI-74). Paginated like the dashboard's other
+         *     lists: `limit` and `cursor`, `next_cursor` null on the last page.
+         */
+        get: operations["listSandboxLmsCourses"];
         put?: never;
         /**
          * Make a course in one of the tool's Sandbox LMS schools
@@ -865,7 +874,14 @@ export interface paths {
             };
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List the people of the tool's Sandbox LMS with their enrolments
+         * @description The five trial people (`sandbox-<role>`, every tool's) and the people made by `POST …/users`
+         *     (`sandbox-<app_id>-user-…`), oldest first, each with their enrolments in the tool's courses only (an
+         *     enrolment of a trial person in another tool's course is not shown) (decision LTI-74). Paginated like the
+         *     dashboard's other lists: `limit` and `cursor`, `next_cursor` null on the last page.
+         */
+        get: operations["listSandboxLmsUsers"];
         put?: never;
         /**
          * Make a person in the tool's Sandbox LMS
@@ -906,6 +922,47 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/dashboard/v1/apps/{app_id}/sandbox/lms/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The tool's ID, the launch's `app` claim. Opaque; do not parse it (decision L-09).
+                 * @example app_3f9c2a7d1e5b8h4j6k0m
+                 */
+                app_id: components["parameters"]["AppId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read the tool's Sandbox school's token lifetimes and line-item scope
+         * @description What the tool's Sandbox school (`sandbox-<app_id>`) sets itself in the Sandbox LMS and what applies to it
+         *     now (decisions LTI-71 to LTI-73). Other tools' schools are not touched by these settings.
+         */
+        get: operations["getSandboxLmsSchoolSettings"];
+        put?: never;
+        post?: never;
+        /**
+         * Hand the tool's Sandbox school back to the LMS-wide settings
+         * @description Every own setting of the school becomes null; the school record grants the line-item scope again (decision LTI-73).
+         */
+        delete: operations["resetSandboxLmsSchoolSettings"];
+        options?: never;
+        head?: never;
+        /**
+         * Set the tool's Sandbox school's own token lifetimes or line-item scope
+         * @description Short token lifetimes and a developer key without the line-item scope for this tool's Sandbox school
+         *     only (decision LTI-71): a value is the school's own and overrides the LMS-wide one, null follows the
+         *     LMS-wide one again. The Sandbox LMS applies an access-token lifetime and the line-item scope where the
+         *     service's token is used on this school's courses (decision LTI-72): after the lifetime the LMS refuses the
+         *     token there and the service asks for a new one; without the scope a submission with `max_score` is a
+         *     `failed` attempt with the reason in `data.error`, while other tools' Sandboxes still grant it.
+         *     `grants_line_item_scope` also sets the school record `PUT …/sandbox/school` reads (decision LTI-73).
+         */
+        patch: operations["updateSandboxLmsSchoolSettings"];
         trace?: never;
     };
     "/dashboard/v1/sandbox/lms/settings": {
@@ -1876,6 +1933,49 @@ export interface components {
             launch_ttl_seconds?: number;
         };
         /**
+         * SandboxLmsSchoolSettings
+         * @description The tool's Sandbox school's own settings in the Sandbox LMS (decisions LTI-71 to LTI-73): in `own` what the
+         *     school sets itself, null where the LMS-wide value applies (the platform team's `/sandbox/lms/settings` for
+         *     lifetimes, `/sandbox/lms/registration` for the scope); in `effective` what applies to the school now.
+         */
+        SandboxLmsSchoolSettings: {
+            /** @description The school's deployment in the Sandbox LMS, `sandbox-<app_id>`. */
+            school: string;
+            own: {
+                access_token_ttl_seconds: number | null;
+                id_token_ttl_seconds: number | null;
+                launch_ttl_seconds: number | null;
+                grants_line_item_scope: boolean | null;
+            };
+            effective: {
+                access_token_ttl_seconds: number;
+                id_token_ttl_seconds: number;
+                launch_ttl_seconds: number;
+                grants_line_item_scope: boolean;
+            };
+        };
+        /**
+         * SandboxLmsSchoolSettingsPatch
+         * @description The settings to change for the tool's Sandbox school; the others stay. A value is the school's own; null
+         *     hands the setting back to the LMS-wide one (decision LTI-71).
+         */
+        SandboxLmsSchoolSettingsPatch: {
+            /**
+             * @description How long the LMS honours an AGS access token on this school's courses, counted from its issue. The
+             *     token request names no school, so the LMS applies it where the token is used (decision LTI-72).
+             */
+            access_token_ttl_seconds?: number | null;
+            /** @description Lifetime of the id_token of a launch in this school. */
+            id_token_ttl_seconds?: number | null;
+            /** @description How long a launch link of this school may wait before it is opened. */
+            launch_ttl_seconds?: number | null;
+            /**
+             * @description Whether the LMS lets the service manage this school's gradebook columns (the line-item scopes). The
+             *     tool's Sandbox school record (`PUT …/sandbox/school`) follows it (decision LTI-73).
+             */
+            grants_line_item_scope?: boolean | null;
+        };
+        /**
          * ProvisioningState
          * @description The provisioning of one storage level. `pending`: the provision request was accepted and the tool has not
          *     yet PUT the level's provision URL. `provisioned`: it has (or the tool has no provision URL, GAP-17).
@@ -2480,6 +2580,17 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description The Sandbox LMS could not start or answer; retry shortly (decision LTI-40). */
+        SandboxLmsUnavailable: {
+            headers: {
+                /** @example 1 */
+                "Retry-After"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /**
          * @description The tool is not found (or not one of the builder's tools), or `context_id` names no Sandbox course of this
          *     tool.
@@ -2511,17 +2622,6 @@ export interface components {
          */
         SandboxLmsRefused: {
             headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/problem+json": components["schemas"]["Problem"];
-            };
-        };
-        /** @description The Sandbox LMS could not start or answer; retry shortly (decision LTI-40). */
-        SandboxLmsUnavailable: {
-            headers: {
-                /** @example 1 */
-                "Retry-After"?: string;
                 [name: string]: unknown;
             };
             content: {
@@ -3293,6 +3393,7 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["SandboxLmsUnavailable"];
         };
     };
     openSandboxPicker: {
@@ -3842,6 +3943,81 @@ export interface operations {
             404: components["responses"]["SandboxLmsNotFound"];
             409: components["responses"]["SandboxSuspended"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["SandboxLmsRefused"];
+            429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["SandboxLmsUnavailable"];
+        };
+    };
+    listSandboxLmsCourses: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The `next_cursor` of the previous page; omit it for the first page. Cursors are opaque, belong to one list
+                 *     with one set of filters, and stay valid for 24 hours. Anything else answers 400 `cursor is not valid for this
+                 *     list`.
+                 * @example eyJjIjoiMjAyNi0xMS0wNFQwOTozMDoxMloiLCJpIjoiYXBwXzNmOWMifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description Page size. Outside 1 to 100: 400 `limit must be an integer from 1 to 100`.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The tool's ID, the launch's `app` claim. Opaque; do not parse it (decision L-09).
+                 * @example app_3f9c2a7d1e5b8h4j6k0m
+                 */
+                app_id: components["parameters"]["AppId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the tool's courses. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "courses": [
+                     *         {
+                     *           "id": "sandbox-app_3f9c2a7d1e5b8h4j6k0m-trial",
+                     *           "school": "sandbox-app_3f9c2a7d1e5b8h4j6k0m",
+                     *           "title": "Sandbox course",
+                     *           "label": "SANDBOX-2026F",
+                     *           "history": [],
+                     *           "created": "2026-11-25T09:30:12.000Z"
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
+                    "application/json": {
+                        courses: {
+                            id: string;
+                            /** @description The course's deployment in the Sandbox LMS. */
+                            school: string;
+                            title: string;
+                            label: string;
+                            /** @description The courses it was copied from, nearest first. */
+                            history: string[];
+                            /** Format: date-time */
+                            created: string;
+                        }[];
+                        /** @description Pass as `cursor` for the next page; null on the last page. */
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadListQuery"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["SandboxLmsNotFound"];
+            409: components["responses"]["SandboxSuspended"];
             422: components["responses"]["SandboxLmsRefused"];
             429: components["responses"]["TooManyFailedAuthentications"];
             503: components["responses"]["SandboxLmsUnavailable"];
@@ -4419,6 +4595,87 @@ export interface operations {
             503: components["responses"]["SandboxLmsUnavailable"];
         };
     };
+    listSandboxLmsUsers: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The `next_cursor` of the previous page; omit it for the first page. Cursors are opaque, belong to one list
+                 *     with one set of filters, and stay valid for 24 hours. Anything else answers 400 `cursor is not valid for this
+                 *     list`.
+                 * @example eyJjIjoiMjAyNi0xMS0wNFQwOTozMDoxMloiLCJpIjoiYXBwXzNmOWMifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description Page size. Outside 1 to 100: 400 `limit must be an integer from 1 to 100`.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The tool's ID, the launch's `app` claim. Opaque; do not parse it (decision L-09).
+                 * @example app_3f9c2a7d1e5b8h4j6k0m
+                 */
+                app_id: components["parameters"]["AppId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the tool's people. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "people": [
+                     *         {
+                     *           "sub": "sandbox-app_3f9c2a7d1e5b8h4j6k0m-user-5d1c9e0a7b3f",
+                     *           "given_name": "Olu",
+                     *           "family_name": "Onecourse",
+                     *           "email": "olu@school.example",
+                     *           "enrolments": [
+                     *             {
+                     *               "course_id": "sandbox-app_3f9c2a7d1e5b8h4j6k0m-course-0b7c4e1f9a2d",
+                     *               "roles": [
+                     *                 "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
+                     *               ]
+                     *             }
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
+                    "application/json": {
+                        people: {
+                            sub: string;
+                            given_name: string;
+                            family_name: string;
+                            email: string;
+                            enrolments: {
+                                course_id: string;
+                                /** @description LIS role URIs. */
+                                roles: string[];
+                            }[];
+                        }[];
+                        /** @description Pass as `cursor` for the next page; null on the last page. */
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadListQuery"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["SandboxLmsNotFound"];
+            409: components["responses"]["SandboxSuspended"];
+            422: components["responses"]["SandboxLmsRefused"];
+            429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["SandboxLmsUnavailable"];
+        };
+    };
     createSandboxLmsUser: {
         parameters: {
             query?: never;
@@ -4529,6 +4786,165 @@ export interface operations {
                         /** Format: date-time */
                         expires: string;
                     };
+                };
+            };
+            400: components["responses"]["MalformedJson"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["SandboxLmsNotFound"];
+            409: components["responses"]["SandboxSuspended"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["SandboxLmsRefused"];
+            429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["SandboxLmsUnavailable"];
+        };
+    };
+    getSandboxLmsSchoolSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The tool's ID, the launch's `app` claim. Opaque; do not parse it (decision L-09).
+                 * @example app_3f9c2a7d1e5b8h4j6k0m
+                 */
+                app_id: components["parameters"]["AppId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The school's settings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "school": "sandbox-app_3f9c2a7d1e5b8h4j6k0m",
+                     *       "own": {
+                     *         "access_token_ttl_seconds": null,
+                     *         "id_token_ttl_seconds": null,
+                     *         "launch_ttl_seconds": null,
+                     *         "grants_line_item_scope": null
+                     *       },
+                     *       "effective": {
+                     *         "access_token_ttl_seconds": 3600,
+                     *         "id_token_ttl_seconds": 300,
+                     *         "launch_ttl_seconds": 300,
+                     *         "grants_line_item_scope": true
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SandboxLmsSchoolSettings"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["SandboxLmsNotFound"];
+            409: components["responses"]["SandboxSuspended"];
+            422: components["responses"]["SandboxLmsRefused"];
+            429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["SandboxLmsUnavailable"];
+        };
+    };
+    resetSandboxLmsSchoolSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The tool's ID, the launch's `app` claim. Opaque; do not parse it (decision L-09).
+                 * @example app_3f9c2a7d1e5b8h4j6k0m
+                 */
+                app_id: components["parameters"]["AppId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The school's settings now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "school": "sandbox-app_3f9c2a7d1e5b8h4j6k0m",
+                     *       "own": {
+                     *         "access_token_ttl_seconds": null,
+                     *         "id_token_ttl_seconds": null,
+                     *         "launch_ttl_seconds": null,
+                     *         "grants_line_item_scope": null
+                     *       },
+                     *       "effective": {
+                     *         "access_token_ttl_seconds": 3600,
+                     *         "id_token_ttl_seconds": 300,
+                     *         "launch_ttl_seconds": 300,
+                     *         "grants_line_item_scope": true
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SandboxLmsSchoolSettings"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["SandboxLmsNotFound"];
+            409: components["responses"]["SandboxSuspended"];
+            422: components["responses"]["SandboxLmsRefused"];
+            429: components["responses"]["TooManyFailedAuthentications"];
+            503: components["responses"]["SandboxLmsUnavailable"];
+        };
+    };
+    updateSandboxLmsSchoolSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The tool's ID, the launch's `app` claim. Opaque; do not parse it (decision L-09).
+                 * @example app_3f9c2a7d1e5b8h4j6k0m
+                 */
+                app_id: components["parameters"]["AppId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "access_token_ttl_seconds": 5,
+                 *       "grants_line_item_scope": false
+                 *     }
+                 */
+                "application/json": components["schemas"]["SandboxLmsSchoolSettingsPatch"];
+            };
+        };
+        responses: {
+            /** @description The school's settings now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "school": "sandbox-app_3f9c2a7d1e5b8h4j6k0m",
+                     *       "own": {
+                     *         "access_token_ttl_seconds": 5,
+                     *         "id_token_ttl_seconds": null,
+                     *         "launch_ttl_seconds": null,
+                     *         "grants_line_item_scope": false
+                     *       },
+                     *       "effective": {
+                     *         "access_token_ttl_seconds": 5,
+                     *         "id_token_ttl_seconds": 300,
+                     *         "launch_ttl_seconds": 300,
+                     *         "grants_line_item_scope": false
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SandboxLmsSchoolSettings"];
                 };
             };
             400: components["responses"]["MalformedJson"];

@@ -28,6 +28,7 @@ import {
   trialUserExternalId,
 } from './courses.js';
 import { ensureLmsLink, inLms, lmsGradebook, lmsLaunch, withLms } from './lms-courses.js';
+import { setSchoolSettings } from './controls/school-settings.js';
 
 export type SandboxJson = components['schemas']['Sandbox'];
 export type SandboxGradebookJson = components['schemas']['SandboxGradebook'];
@@ -88,16 +89,16 @@ export async function readSandbox(services: Services, app: AppRecord): Promise<S
 }
 
 /**
- * `putSandboxSchool` (LTI-49, LTI-51): whether the tool's Sandbox school's developer key grants the line-item
- * scope. The Sandbox's LMS holds one registration for every tool's Sandbox, so its registration setting (the
- * platform team's `PATCH /sandbox/lms/registration`, LTI-69) would reach every tool; a tool team's answer is
- * kept on its own school and the publisher honours it before it asks the LMS (`AgsPublisher`), as S-12's
- * client of its own per tool did.
+ * `putSandboxSchool` (LTI-49, LTI-51, LTI-73): whether the tool's Sandbox school's developer key grants the
+ * line-item scope. The Sandbox's LMS holds one registration for every tool's Sandbox, so its registration
+ * setting (the platform team's `PATCH /sandbox/lms/registration`, LTI-69) would reach every tool; a tool team's
+ * answer is its own deployment's setting in the LMS, which the school record (honoured by the publisher before
+ * it asks the LMS, `AgsPublisher`) follows.
  */
 export async function setSandboxLineItemScope(services: Services, app: AppRecord, grants: boolean): Promise<{ grants_line_item_scope: boolean }> {
-  const { school } = await ensureSandbox(services, app.id);
-  const changed = await services.store.organizations.setGrantsLineItemScope(school.id, grants);
-  return { grants_line_item_scope: changed?.grantsLineItemScope ?? grants };
+  // The school's own setting in the Sandbox LMS, which the record follows (one source of truth, LTI-73).
+  const settings = await setSchoolSettings(services, app, { grants_line_item_scope: grants });
+  return { grants_line_item_scope: settings.own.grants_line_item_scope ?? grants };
 }
 
 /** Opens the picker in a Sandbox course as its trial instructor. */

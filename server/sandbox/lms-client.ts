@@ -185,4 +185,63 @@ export class SandboxLmsClient {
   currentSettings(): Promise<{ access_token_ttl_seconds: number; id_token_ttl_seconds: number; launch_ttl_seconds: number; platform_storage: boolean }> {
     return this.call('GET', '/settings');
   }
+
+  // Added for a school's own settings (decisions LTI-71 to LTI-73).
+
+  deploymentSettings(deploymentId: string): Promise<LmsDeploymentSettingsJson> {
+    return this.call('GET', `/deployments/${encodeURIComponent(deploymentId)}/settings`);
+  }
+
+  /** Fields named are set (null: the LMS-wide value again); `null` as the whole patch clears them all. */
+  setDeploymentSettings(deploymentId: string, patch: Partial<LmsDeploymentOverrides> | null): Promise<LmsDeploymentSettingsJson> {
+    const path = `/deployments/${encodeURIComponent(deploymentId)}/settings`;
+    return patch === null ? this.call('DELETE', path) : this.call('PATCH', path, patch);
+  }
+
+  // Added for the list controls (decision LTI-74).
+
+  /** A page of courses whose IDs begin with `prefix`, oldest first; `next` is the `after` of the next page. */
+  listCourses(query: { prefix: string; limit: number; after?: string }): Promise<{ courses: LmsCourseListJson[]; next: string | null }> {
+    const params = new URLSearchParams({ prefix: query.prefix, limit: String(query.limit), ...(query.after !== undefined ? { after: query.after } : {}) });
+    return this.call('GET', `/courses?${params.toString()}`);
+  }
+
+  /** A page of people whose `sub` begins with `prefix` or is one of `subs`, with every enrolment of theirs. */
+  listUsers(query: { prefix: string; subs: readonly string[]; limit: number; after?: string }): Promise<{ users: LmsUserListJson[]; next: string | null }> {
+    const params = new URLSearchParams({ prefix: query.prefix, limit: String(query.limit), ...(query.after !== undefined ? { after: query.after } : {}) });
+    for (const sub of query.subs) params.append('sub', sub);
+    return this.call('GET', `/users?${params.toString()}`);
+  }
+}
+
+export interface LmsDeploymentOverrides {
+  access_token_ttl_seconds: number | null;
+  id_token_ttl_seconds: number | null;
+  launch_ttl_seconds: number | null;
+  grants_line_item_scope: boolean | null;
+}
+
+export interface LmsDeploymentSettingsJson {
+  deployment_id: string;
+  client_id: string;
+  own: LmsDeploymentOverrides;
+  effective: { access_token_ttl_seconds: number; id_token_ttl_seconds: number; launch_ttl_seconds: number; grants_line_item_scope: boolean };
+}
+
+export interface LmsCourseListJson {
+  id: string;
+  deployment_id: string;
+  title: string;
+  label: string;
+  history: string[];
+  created: string;
+}
+
+export interface LmsUserListJson {
+  sub: string;
+  given_name: string;
+  family_name: string;
+  email: string;
+  created: string;
+  enrolments: { course_id: string; roles: string[] }[];
 }

@@ -569,6 +569,16 @@ export const MIGRATIONS: readonly Migration[] = [
       ],
     },
   },
+  // LTI-81: a claim on a piece of one-time work several instances could start at once (the registration
+  // with the Sandbox LMS): a row per name, inserted by the instance that does it, gone when it is done;
+  // `expires_at` lets another take over the claim of an instance that died while holding it.
+  portable('0120_sandbox_lms_claims', [
+    `CREATE TABLE sandbox_lms_claims (
+      name TEXT PRIMARY KEY,
+      holder TEXT NOT NULL,
+      expires_at BIGINT NOT NULL
+    )`,
+  ]),
 ];
 
 function sharedBlobTables(bytesType: 'BLOB' | 'BYTEA'): string[] {

@@ -379,6 +379,126 @@ describe.each(LMS_DIALECTS)('on %s', (dialect) => {
     });
   });
 
+  describe("reference LMS: a school's own token lifetimes and line-item scope (LTI-71, LTI-72)", () => {
+    let w: LmsWorld;
+    let offsetMs = 0;
+    const clock = { nowMs: () => Date.now() + offsetMs };
+    beforeAll(async () => {
+      w = await LmsWorld.start('reference', undefined, store.location(), clock);
+    });
+    afterAll(() => w.stop());
+
+    it('keeps each setting per deployment: its own value, or null for the LMS-wide one', async () => {
+      const school = await w.controlJson<{ deployment_id: string }>('POST', '/deployments', { client_id: w.reg.clientId, title: 'Own settings' });
+      const path = `/deployments/${school.deployment_id}/settings`;
+      expect(await w.controlJson('GET', path)).toEqual({
+        deployment_id: school.deployment_id,
+        client_id: w.reg.clientId,
+        own: { access_token_ttl_seconds: null, id_token_ttl_seconds: null, launch_ttl_seconds: null, grants_line_item_scope: null },
+        effective: { access_token_ttl_seconds: 3600, id_token_ttl_seconds: 300, launch_ttl_seconds: 300, grants_line_item_scope: true },
+      });
+      const set = await w.controlJson<{ own: Record<string, unknown>; effective: Record<string, unknown> }>('PATCH', path, { id_token_ttl_seconds: 7, grants_line_item_scope: false });
+      expect(set.own).toMatchObject({ id_token_ttl_seconds: 7, grants_line_item_scope: false, launch_ttl_seconds: null });
+      // Two fields changed at once by two administrators: neither is lost.
+      await Promise.all([w.controlJson('PATCH', path, { launch_ttl_seconds: 60 }), w.controlJson('PATCH', path, { access_token_ttl_seconds: 90 })]);
+      const both = await w.controlJson<{ own: Record<string, unknown> }>('GET', path);
+      expect(both.own).toEqual({ access_token_ttl_seconds: 90, id_token_ttl_seconds: 7, launch_ttl_seconds: 60, grants_line_item_scope: false });
+      const back = await w.controlJson<{ own: Record<string, unknown>; effective: Record<string, unknown> }>('PATCH', path, { id_token_ttl_seconds: null });
+      expect(back.effective).toMatchObject({ id_token_ttl_seconds: 300, launch_ttl_seconds: 60 });
+      for (const bad of [{ id_token_ttl_seconds: 0 }, { launch_ttl_seconds: 'soon' }, { grants_line_item_scope: 'no' }, { color: 'red' }]) {
+        const refused = await w.control('PATCH', path, bad);
+        expect(refused.status).toBe(400);
+        expect(await refused.json()).toMatchObject({ error: 'invalid_request' });
+      }
+      expect((await w.control('GET', '/deployments/nowhere/settings')).status).toBe(404);
+      const reset = await w.controlJson<{ own: Record<string, unknown> }>('DELETE', path);
+      expect(Object.values(reset.own)).toEqual([null, null, null, null]);
+    });
+
+    it("launches in a school live that school's lifetimes and offer its scopes; another school keeps the LMS-wide ones", async () => {
+      const school = await w.controlJson<{ deployment_id: string }>('POST', '/deployments', { client_id: w.reg.clientId, title: 'Short school' });
+      await w.controlJson('PATCH', `/deployments/${school.deployment_id}/settings`, { id_token_ttl_seconds: 5, launch_ttl_seconds: 30, grants_line_item_scope: false });
+      const there = await w.course({ deploymentId: school.deployment_id });
+      const home = await w.course();
+      const issued = await w.controlJson<{ url: string; expires: string }>('POST', '/launches', { resource_link_id: there.linkId, sub: there.sub });
+      expect(Date.parse(issued.expires) - clock.nowMs()).toBeLessThanOrEqual(30_000);
+      const claims = await w.launchClaims(issued.url);
+      expect((claims.exp ?? 0) - (claims.iat ?? 0)).toBe(5);
+      expect((claims[AGS_CLAIM] as { scope: string[] }).scope).toEqual([SCOPES.score]);
+      const homeClaims = await w.launchClaims(await w.launchUrl(home.linkId, home.sub));
+      expect((homeClaims.exp ?? 0) - (homeClaims.iat ?? 0)).toBe(300);
+      expect((homeClaims[AGS_CLAIM] as { scope: string[] }).scope).toEqual(ALL_SCOPES);
+    });
+
+    it("applies a school's access-token lifetime and line-item scope where the client's token is used", async () => {
+      const school = await w.controlJson<{ deployment_id: string }>('POST', '/deployments', { client_id: w.reg.clientId, title: 'Strict school' });
+      const there = await w.course({ deploymentId: school.deployment_id });
+      const home = await w.course();
+      await w.controlJson('PATCH', `/deployments/${school.deployment_id}/settings`, { access_token_ttl_seconds: 5, grants_line_item_scope: false });
+      // The token request names no deployment: the client's token, with the LMS-wide lifetime.
+      const answer = (await (await w.accessToken(ALL_SCOPES)).json()) as { access_token: string; expires_in: number; scope: string };
+      expect(answer).toMatchObject({ expires_in: 3600, scope: ALL_SCOPES.join(' ') });
+      const headers = { Authorization: `Bearer ${answer.access_token}`, Accept: 'application/vnd.ims.lis.v2.lineitem+json' };
+      // The line-item scope does not count in the strict school, and does at home.
+      const read = await fetch(there.lineItemUrl ?? '', { headers });
+      expect(read.status).toBe(403);
+      expect(await read.json()).toMatchObject({ error: 'insufficient_scope' });
+      expect((await fetch(home.lineItemUrl ?? '', { headers })).status).toBe(200);
+      expect((await postScore(answer.access_token, there.lineItemUrl ?? '', score(there.sub, new Date(clock.nowMs()).toISOString()))).status).toBe(204);
+      offsetMs = 10_000;
+      try {
+        // Ten seconds on: expired in the school whose tokens live five, valid at home.
+        const expired = await postScore(answer.access_token, there.lineItemUrl ?? '', score(there.sub, new Date(clock.nowMs()).toISOString()));
+        expect(expired.status).toBe(401);
+        expect(expired.headers.get('www-authenticate')).toContain('invalid_token');
+        expect((await postScore(answer.access_token, home.lineItemUrl ?? '', score(home.sub, new Date(clock.nowMs()).toISOString()))).status).toBe(204);
+      } finally {
+        offsetMs = 0;
+      }
+    });
+
+    it('lists courses and people a page at a time, narrowed to prefixes or IDs (LTI-74)', async () => {
+      const tag = `list${randomBytes(3).toString('hex')}`;
+      const made: string[] = [];
+      for (let i = 0; i < 3; i += 1) made.push((await w.controlJson<{ id: string }>('POST', '/courses', { id: `${tag}-c${i}`, deployment_id: w.reg.deploymentId, title: `Course ${i}`, label: `C-${i}` })).id);
+      const person = await w.controlJson<{ sub: string }>('POST', '/users', { sub: `${tag}-p`, given_name: 'Lis', family_name: 'Ter', email: 'lis@school.example' });
+      await w.controlJson('PUT', `/courses/${made[1] ?? ''}/enrolments/${person.sub}`, { roles: ['student'] }, [204]);
+      const first = await w.controlJson<{ courses: { id: string; title: string; deployment_id: string }[]; next: string | null }>('GET', `/courses?prefix=${tag}&limit=2`);
+      expect(first.courses.map((c) => c.id)).toEqual(made.slice(0, 2));
+      expect(first.courses[0]).toMatchObject({ title: 'Course 0', deployment_id: w.reg.deploymentId });
+      const second = await w.controlJson<{ courses: { id: string }[]; next: string | null }>('GET', `/courses?prefix=${tag}&limit=2&after=${first.next ?? ''}`);
+      expect(second).toEqual({ courses: [expect.objectContaining({ id: made[2] })], next: null });
+      const exact = await w.controlJson<{ courses: { id: string }[] }>('GET', `/courses?id=${made[2] ?? ''}&prefix=${tag}-c0`);
+      expect(exact.courses.map((c) => c.id)).toEqual([made[0], made[2]]);
+      const people = await w.controlJson<{ users: { sub: string; enrolments: { course_id: string; roles: string[] }[] }[]; next: string | null }>('GET', `/users?prefix=${tag}`);
+      expect(people).toEqual({ users: [expect.objectContaining({ sub: person.sub, given_name: 'Lis', enrolments: [{ course_id: made[1], roles: [expect.stringContaining('Learner')] }] })], next: null });
+      // `_` is not a wildcard here.
+      expect((await w.controlJson<{ users: unknown[] }>('GET', `/users?prefix=${tag.slice(0, 3)}_`)).users).toEqual([]);
+      for (const bad of ['limit=0', 'limit=101', 'limit=x', 'after=nonsense']) {
+        const refused = await w.control('GET', `/courses?${bad}`);
+        expect(refused.status).toBe(400);
+      }
+    });
+
+    it("grants a line-item scope a school grants of its own when the developer key withholds it, and counts it only there", async () => {
+      await w.controlJson('PATCH', `/registrations/${w.reg.clientId}`, { grants_line_item_scope: false });
+      const school = await w.controlJson<{ deployment_id: string }>('POST', '/deployments', { client_id: w.reg.clientId, title: 'Generous school' });
+      try {
+        expect((await w.accessToken([SCOPES.lineItem])).status).toBe(400);
+        await w.controlJson('PATCH', `/deployments/${school.deployment_id}/settings`, { grants_line_item_scope: true });
+        const there = await w.course({ deploymentId: school.deployment_id });
+        const home = await w.course();
+        const bearer = await w.bearer([SCOPES.lineItem]);
+        const headers = { Authorization: `Bearer ${bearer}`, Accept: 'application/vnd.ims.lis.v2.lineitem+json' };
+        expect((await fetch(there.lineItemUrl ?? '', { headers })).status).toBe(200);
+        expect((await fetch(home.lineItemUrl ?? '', { headers })).status).toBe(403);
+      } finally {
+        await w.controlJson('DELETE', `/deployments/${school.deployment_id}/settings`);
+        await w.controlJson('PATCH', `/registrations/${w.reg.clientId}`, { grants_line_item_scope: true });
+      }
+    });
+  });
+
   describe('reference LMS: Deep Linking', () => {
     let w: LmsWorld;
     beforeAll(async () => {

@@ -14,6 +14,7 @@ import { startReferenceLms } from '../../lms/app.ts';
 import type { RunningLms } from '../../lms/app.ts';
 import type { LmsProfileName } from '../../lms/profiles.ts';
 import type { LmsStoreLocation } from '../../lms/store.ts';
+import type { LmsClock } from '../../lms/platform.ts';
 
 export const LTI = 'https://purl.imsglobal.org/spec/lti/claim/';
 export const AGS_CLAIM = 'https://purl.imsglobal.org/spec/lti-ags/claim/endpoint';
@@ -119,8 +120,8 @@ export class LmsWorld {
     readonly reg: Registered,
   ) {}
 
-  static async start(profile: LmsProfileName = 'reference', scope?: string, store?: LmsStoreLocation): Promise<LmsWorld> {
-    const lms = await startReferenceLms({ profile, ...(store ? { store } : {}), onError: (err) => { throw err; } });
+  static async start(profile: LmsProfileName = 'reference', scope?: string, store?: LmsStoreLocation, clock?: LmsClock): Promise<LmsWorld> {
+    const lms = await startReferenceLms({ profile, ...(store ? { store } : {}), ...(clock ? { clock } : {}), onError: (err) => { throw err; } });
     const tool = await TestTool.start();
     const reg = await registerThroughDynamicRegistration(lms, tool, scope);
     return new LmsWorld(lms, tool, reg);

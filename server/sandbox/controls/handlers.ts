@@ -24,6 +24,8 @@ import {
   setLmsLineItemScope,
   updateToolCourse,
 } from './lms-controls.js';
+import { listToolCourses, listToolPeople } from './lists.js';
+import { readSchoolSettings, setSchoolSettings } from './school-settings.js';
 
 export type SandboxLmsControlOperationId =
   | 'getSandboxLms'
@@ -40,7 +42,12 @@ export type SandboxLmsControlOperationId =
   | 'createSandboxLmsLaunch'
   | 'updateSandboxLmsSettings'
   | 'resetSandboxLmsSettings'
-  | 'updateSandboxLmsRegistration';
+  | 'updateSandboxLmsRegistration'
+  | 'getSandboxLmsSchoolSettings'
+  | 'updateSandboxLmsSchoolSettings'
+  | 'resetSandboxLmsSchoolSettings'
+  | 'listSandboxLmsCourses'
+  | 'listSandboxLmsUsers';
 
 export const sandboxLmsControlHandlers: Pick<Handlers<operations>, SandboxLmsControlOperationId> = {
   getSandboxLms: withGuard(appGuard<operations['getSandboxLms']>(), async (ctx) => ({ status: 200, body: await readToolLms(ctx.services, ctx.guarded.app) })),
@@ -137,4 +144,31 @@ export const sandboxLmsControlHandlers: Pick<Handlers<operations>, SandboxLmsCon
     });
     return { status: 200, body: registration };
   }),
+
+  getSandboxLmsSchoolSettings: withGuard(appGuard<operations['getSandboxLmsSchoolSettings']>(), async (ctx) => ({
+    status: 200,
+    body: await readSchoolSettings(ctx.services, ctx.guarded.app),
+  })),
+
+  updateSandboxLmsSchoolSettings: withGuard(appGuard<operations['updateSandboxLmsSchoolSettings']>(), async (ctx) => {
+    const settings = await setSchoolSettings(ctx.services, ctx.guarded.app, ctx.body);
+    ctx.log.info('sandbox lms school settings set', { app: ctx.guarded.app.id, own: settings.own });
+    return { status: 200, body: settings };
+  }),
+
+  resetSandboxLmsSchoolSettings: withGuard(appGuard<operations['resetSandboxLmsSchoolSettings']>(), async (ctx) => {
+    const settings = await setSchoolSettings(ctx.services, ctx.guarded.app, null);
+    ctx.log.info('sandbox lms school settings reset', { app: ctx.guarded.app.id });
+    return { status: 200, body: settings };
+  }),
+
+  listSandboxLmsCourses: withGuard(appGuard<operations['listSandboxLmsCourses']>(), async (ctx) => ({
+    status: 200,
+    body: await listToolCourses(ctx.services, ctx.guarded.app, ctx.req),
+  })),
+
+  listSandboxLmsUsers: withGuard(appGuard<operations['listSandboxLmsUsers']>(), async (ctx) => ({
+    status: 200,
+    body: await listToolPeople(ctx.services, ctx.guarded.app, ctx.req),
+  })),
 };

@@ -45,7 +45,7 @@ export interface LmsLifetimes {
 const madeInProcess = new WeakMap<Services, Map<string, Promise<LmsSandbox>>>();
 
 /** The tool's Sandbox school, trial course and trial people in the LMS, made on first need (LTI-42). */
-async function toolLms(services: Services, app: AppRecord): Promise<{ lms: SandboxLmsClient; sandbox: LmsSandbox }> {
+export async function toolLms(services: Services, app: AppRecord): Promise<{ lms: SandboxLmsClient; sandbox: LmsSandbox }> {
   assertSandboxOpen(app);
   let perApp = madeInProcess.get(services);
   if (!perApp) madeInProcess.set(services, (perApp = new Map()));

@@ -4,10 +4,17 @@
  * Two in-process servers on one schema stand for two instances behind one balancer (the second's
  * `PUBLIC_URL` is the first's); each reaches its own `/lms` controls with its own control token.
  * On SQLite (one process owns the file) there is nothing to share: the file runs in the postgres project.
+ * Two real service processes starting at once on a fresh schema make one registration between them (LTI-81).
  */
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from '../harness.js';
-import { startServer, TEST_STORE } from '../harness.js';
+import { dropTestStore, serviceStoreEnv, startServer, TEST_STORE } from '../harness.js';
 import { ensureSandboxRegistration, sandboxLmsClient } from '../../../server/sandbox/lms-registration.js';
 
 describe.runIf(TEST_STORE === 'postgres')('the Sandbox LMS shared by instances on one PostgreSQL database', () => {
@@ -40,5 +47,93 @@ describe.runIf(TEST_STORE === 'postgres')('the Sandbox LMS shared by instances o
     expect((await lms.registrations()).registrations.map((r) => r.client_id)).toEqual([made.clientId]);
     expect(await lms.course(course.id)).toMatchObject({ title: 'Shared course' });
     expect(await b.services.store.lti.listRegistrationsByIssuer(`${a.url}/lms`)).toHaveLength(1);
+  });
+});
+
+interface Instance {
+  url: string;
+  child: ChildProcessWithoutNullStreams;
+  exited: Promise<unknown>;
+}
+
+/** A real service process (`server/main.ts`, as `npm start` runs it) on its own port. */
+async function startInstance(env: Record<string, string>): Promise<Instance> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], {
+    cwd: process.cwd(),
+    env: { ...process.env, ...env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', NODE_ENV: 'test' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the instance did not start in 90 s: ${stderr}`)), 90_000);
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m?.[1]) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+    void exited.then(() => {
+      clearTimeout(timer);
+      reject(new Error(`the instance exited before listening: ${stderr}`));
+    });
+  });
+  return { url, child, exited };
+}
+
+// LTI-81: the in-flight guard is per process; the claim in the store makes the race one registration.
+describe.runIf(TEST_STORE === 'postgres')('instances whose very first start races on a new PostgreSQL schema', () => {
+  const publicUrl = 'https://tis.race.test';
+  const platformToken = `tisp_${randomBytes(32).toString('base64url')}`;
+  const dirs = [mkdtempSync(join(tmpdir(), 'tis-race-a-')), mkdtempSync(join(tmpdir(), 'tis-race-b-'))];
+  let instances: Instance[] = [];
+  afterAll(async () => {
+    for (const instance of instances) instance.child.kill('SIGTERM');
+    await Promise.all(instances.map((i) => i.exited));
+    await dropTestStore(dirs[0] ?? '');
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('end with one registration of the Sandbox LMS issuer, which both use', async () => {
+    const store = await serviceStoreEnv(dirs[0] ?? '');
+    const shared = { DATABASE_URL: store['DATABASE_URL'] ?? '', DATABASE_SCHEMA: store['DATABASE_SCHEMA'] ?? '', PUBLIC_URL: publicUrl, PLATFORM_TOKEN: platformToken };
+    // Both start at once on the empty schema, and both meet their first need of the Sandbox LMS at once.
+    instances = await Promise.all(dirs.map((dir) => startInstance({ ...shared, DATA_DIR: dir })));
+    const call = (instance: Instance, path: string, body: unknown): Promise<Response> =>
+      fetch(`${instance.url}/dashboard/v1${path}`, {
+        method: 'PATCH',
+        headers: { Authorization: `Bearer ${platformToken}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    // Each instance's LMS up and its code loaded (an LMS-wide setting needs no registration), so the first
+    // needs below meet on equal terms.
+    for (const instance of instances) expect((await call(instance, '/sandbox/lms/settings', { launch_ttl_seconds: 300 })).status).toBe(200);
+    const db = new pg.Client({ connectionString: shared.DATABASE_URL });
+    await db.connect();
+    // Widen the race: the registrations' inserts wait for this lock (released well within the store's 5 s
+    // lock timeout) while both instances are on their way, then go on together.
+    await db.query('BEGIN');
+    await db.query(`LOCK TABLE ${shared.DATABASE_SCHEMA}.lti_registrations IN SHARE ROW EXCLUSIVE MODE`);
+    const pending = Promise.all([...instances, ...instances].map((instance) => call(instance, '/sandbox/lms/registration', { grants_line_item_scope: true })));
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    await db.query('COMMIT');
+    const answers = await pending;
+    const bodies = (await Promise.all(answers.map((a) => a.json()))) as { client_id: string }[];
+    expect(answers.map((a) => a.status), JSON.stringify(bodies)).toEqual([200, 200, 200, 200]);
+    expect(new Set(bodies.map((b) => b.client_id)).size).toBe(1);
+
+    try {
+      const schema = shared.DATABASE_SCHEMA;
+      const count = async (sql: string, params: unknown[] = []): Promise<number> => Number((await db.query<{ n: string }>(sql, params)).rows[0]?.n);
+      expect(await count(`SELECT COUNT(*) AS n FROM ${schema}.lti_registrations WHERE issuer = $1`, [`${publicUrl}/lms`])).toBe(1);
+      expect(await count(`SELECT COUNT(*) AS n FROM ${schema}.lms_registrations`)).toBe(1);
+      expect(await count(`SELECT COUNT(*) AS n FROM ${schema}.sandbox_lms_claims`)).toBe(0);
+    } finally {
+      await db.end();
+    }
   });
 });

@@ -77,8 +77,10 @@ async function control<T = Json>(method: string, path: string, body?: unknown, w
   return answered.body;
 }
 
-async function launchUrl(sub: string, target: { resource_link_id: string } | { course_id: string }): Promise<string> {
-  return (await control<{ url: string }>('POST', '/launches', { sub, ...target })).url;
+async function launchUrl(sub: string, target: { resource_link_id: string } | { course_id: string }, app = appId): Promise<string> {
+  const answered = await builder.call<{ url: string }>('POST', `/apps/${app}/sandbox/lms/launches`, { sub, ...target });
+  expect(answered.status, JSON.stringify(answered.body)).toBe(201);
+  return answered.body.url;
 }
 
 /** Opens a launch page until provisioning is done and posts its form to the tool: the tool's claims. */
@@ -98,9 +100,9 @@ async function toTool(launchPage: string, app = appId): Promise<Json> {
   throw new Error('provisioning never ended');
 }
 
-/** A person's launch of a resource link, through the LMS and the service's LTI path, to the tool's claims. */
-async function launchAs(sub: string, resourceLinkId: string, app = appId): Promise<Json> {
-  const launched = await throughOidc(await launchUrl(sub, { resource_link_id: resourceLinkId }));
+/** A person's launch of a resource link of `owner`'s Sandbox LMS, through the LMS and the service's LTI path, to `app`'s claims. */
+async function launchAs(sub: string, resourceLinkId: string, app = appId, owner = appId): Promise<Json> {
+  const launched = await throughOidc(await launchUrl(sub, { resource_link_id: resourceLinkId }, owner));
   expect(launched.status, await launched.clone().text()).toBe(303);
   return toTool(launched.headers.get('location') ?? '', app);
 }
@@ -113,9 +115,9 @@ async function choose(toolsPage: string, extid: string, app = appId): Promise<Re
   return postForm(`${server.url}/lti/deep-linking`, { key, app, confirm: '1', extid });
 }
 
-/** Deep Linking by the instructor: the service's picker places `extid`, the LMS makes the link. */
-async function deepLink(courseId: string, extid: string, app = appId): Promise<string> {
-  const picker = await throughOidc(await launchUrl('sandbox-instructor', { course_id: courseId }));
+/** Deep Linking by the instructor in a course of `owner`'s Sandbox LMS: the picker places `app`'s `extid`, the LMS makes the link. */
+async function deepLink(courseId: string, extid: string, app = appId, owner = appId): Promise<string> {
+  const picker = await throughOidc(await launchUrl('sandbox-instructor', { course_id: courseId }, owner));
   expect(picker.status, await picker.clone().text()).toBe(200);
   const confirmed = await choose(await picker.text(), extid, app);
   const response = formOf(await confirmed.text());
@@ -343,6 +345,150 @@ describe('the Sandbox LMS controls', () => {
   });
 });
 
+describe("a tool's own school settings in the Sandbox LMS (LTI-71 to LTI-73)", () => {
+  let other: string;
+  let otherLaunch: Json;
+  let ownLaunch: Json;
+
+  /** The tokens the Sandbox LMS has issued so far: a new one is the service asking again. */
+  async function tokensIssued(): Promise<number> {
+    const lms = await server.services.sandboxLms.ready();
+    return Number((await lms.platform.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM lms_access_tokens'))?.n);
+  }
+
+  beforeAll(async () => {
+    other = (await register(builder, { name: 'Other quiz', hosting: 'self_hosted' })).appId;
+    await builder.call('PATCH', `/apps/${other}`, { callback_url: tool.url('/launch'), provision_url: tool.url('/provision'), locations_url: tool.url('/locations') });
+    expect((await platform('POST', `/apps/${other}/activate`)).status).toBe(200);
+    const otherTrial = (await builder.call<{ trial_course: string }>('GET', `/apps/${other}/sandbox/lms`)).body.trial_course;
+    otherLaunch = await launchAs('sandbox-student_2', await deepLink(otherTrial, 'quiz-1', other, other), other, other);
+    const ownTrial = (await control<{ trial_course: string }>('GET', '')).trial_course;
+    ownLaunch = await launchAs('sandbox-student_2', await deepLink(ownTrial, 'quiz-2'));
+  });
+
+  it("reads and sets the tool's school's own values, null following the LMS-wide ones, for that tool only", async () => {
+    const fresh = await control<Json>('GET', '/settings');
+    expect(fresh).toEqual({
+      school: `sandbox-${appId}`,
+      own: { access_token_ttl_seconds: null, id_token_ttl_seconds: null, launch_ttl_seconds: null, grants_line_item_scope: null },
+      effective: { access_token_ttl_seconds: 3600, id_token_ttl_seconds: 300, launch_ttl_seconds: 300, grants_line_item_scope: true },
+    });
+    const set = await control<{ own: Json; effective: Json }>('PATCH', '/settings', { launch_ttl_seconds: 60, id_token_ttl_seconds: 30 });
+    expect(set.effective).toMatchObject({ launch_ttl_seconds: 60, id_token_ttl_seconds: 30, access_token_ttl_seconds: 3600 });
+    const launch = await control<{ expires: string }>('POST', '/launches', { sub: 'sandbox-student_1', course_id: trial });
+    expect(Date.parse(launch.expires) - clock.nowMs()).toBeLessThanOrEqual(61_000);
+    expect((await builder.call<{ effective: Json }>('GET', `/apps/${other}/sandbox/lms/settings`)).body.effective).toMatchObject({ launch_ttl_seconds: 300 });
+    const back = await control<{ own: Json }>('PATCH', '/settings', { launch_ttl_seconds: null, id_token_ttl_seconds: null });
+    expect(back.own).toMatchObject({ launch_ttl_seconds: null, id_token_ttl_seconds: null });
+    for (const bad of [{}, { launch_ttl_seconds: 0 }, { access_token_ttl_seconds: 86_401 }, { grants_line_item_scope: 'no' }, { colour: 'red' }]) {
+      expect((await builder.call('PATCH', `/apps/${appId}/sandbox/lms/settings`, bad)).status).toBe(422);
+    }
+    const stranger = await createBuilder(server, platform, 'Settings Stranger');
+    expectProblem(await stranger.call('PATCH', `/apps/${appId}/sandbox/lms/settings`, { launch_ttl_seconds: 5 }), 404, 'app_not_found');
+  });
+
+  it("a tool's short access-token lifetime: the service asks a new token after it, and another tool's scores keep theirs", async () => {
+    const set = await control<{ effective: Json }>('PATCH', '/settings', { access_token_ttl_seconds: 5 });
+    expect(set.effective).toMatchObject({ access_token_ttl_seconds: 5 });
+    // The LMS of this process, on the test's clock like the service, so "ten seconds later" needs no waiting.
+    const lms = await server.services.sandboxLms.ready();
+    const lmsPlatform = lms.platform as { clock: { nowMs(): number } };
+    const lmsClock = lmsPlatform.clock;
+    lmsPlatform.clock = clock;
+    try {
+      expect((await submit(ownLaunch, { score: 0.3 })).status).toBe('success');
+      expect((await submit(otherLaunch, { score: 0.3 })).status).toBe('success');
+      const before = await tokensIssued();
+      clock.advance(10_000);
+      try {
+        // The other tool's school keeps the LMS-wide hour: its score goes on the token the service holds.
+        expect((await submit(otherLaunch, { score: 0.4 })).status).toBe('success');
+        expect(await tokensIssued()).toBe(before);
+        // This tool's school refuses that token after five seconds: the service asks a new one, and publishes.
+        const attempt = await submit(ownLaunch, { score: 0.4 });
+        expect(attempt.status, attempt.data.error).toBe('success');
+        expect(await tokensIssued()).toBe(before + 1);
+      } finally {
+        clock.advance(-10_000);
+      }
+    } finally {
+      lmsPlatform.clock = lmsClock;
+      await control('DELETE', '/settings');
+    }
+  });
+
+  it("a tool's withheld line-item scope: its max_score fails with the reason, another tool's Sandbox still grants it", async () => {
+    const withheld = await control<{ own: Json; effective: Json }>('PATCH', '/settings', { grants_line_item_scope: false });
+    expect(withheld).toMatchObject({ own: { grants_line_item_scope: false }, effective: { grants_line_item_scope: false } });
+    try {
+      // One source of truth: the Sandbox school's record follows the school's setting in the LMS.
+      expect((await builder.call<{ school: Json }>('GET', `/apps/${appId}/sandbox`)).body.school).toEqual({ grants_line_item_scope: false });
+      const refused = await submit(ownLaunch, { score: 0.7, max_score: 20 });
+      expect(refused.status).toBe('failed');
+      expect(refused.data.error).toBe("max_score needs the LMS line-item scope, which this school's LMS developer key does not grant; nothing was published");
+      expect(refused.data.response).toBeNull();
+      expect((await submit(otherLaunch, { score: 0.7, max_score: 20 })).status).toBe('success');
+      expect((await submit(ownLaunch, { score: 0.7 })).status).toBe('success');
+    } finally {
+      const reset = await control<{ own: Json; effective: Json }>('DELETE', '/settings');
+      expect(reset.effective).toMatchObject({ grants_line_item_scope: true });
+    }
+    expect((await builder.call<{ school: Json }>('GET', `/apps/${appId}/sandbox`)).body.school).toEqual({ grants_line_item_scope: true });
+    expect((await submit(ownLaunch, { score: 0.8, max_score: 20 })).status).toBe('success');
+    // putSandboxSchool is the same setting.
+    expect((await builder.call('PUT', `/apps/${appId}/sandbox/school`, { grants_line_item_scope: false })).status).toBe(200);
+    expect((await control<{ own: Json }>('GET', '/settings')).own).toMatchObject({ grants_line_item_scope: false });
+    expect((await builder.call('PUT', `/apps/${appId}/sandbox/school`, { grants_line_item_scope: true })).status).toBe(200);
+    expect((await control<{ own: Json }>('GET', '/settings')).own).toMatchObject({ grants_line_item_scope: true });
+    await control('DELETE', '/settings');
+  });
+});
+
+describe('the list controls (LTI-74)', () => {
+  async function all<T>(path: string, field: string): Promise<{ items: T[]; pages: number }> {
+    const items: T[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const page = await control<Record<string, unknown>>('GET', `${path}?limit=2${cursor === null ? '' : `&cursor=${cursor}`}`);
+      items.push(...(page[field] as T[]));
+      cursor = page['next_cursor'] as string | null;
+      pages += 1;
+    } while (cursor !== null && pages < 50);
+    return { items, pages };
+  }
+
+  it("lists the tool's courses with their schools and terms, a page at a time, and no other tool's", async () => {
+    const { items, pages } = await all<{ id: string; school: string; title: string; label: string; history: string[] }>('/courses', 'courses');
+    expect(pages).toBeGreaterThan(1);
+    expect(new Set(items.map((c) => c.id)).size).toBe(items.length);
+    expect(items.every((c) => c.id.startsWith(`sandbox-${appId}-`))).toBe(true);
+    expect(items[0]).toMatchObject({ id: trial, school: `sandbox-${appId}` });
+    expect(items.find((c) => c.title === 'Chemistry 110')).toMatchObject({ label: 'CHEM-110', school: `sandbox-${appId}` });
+    expect(items.find((c) => c.id === `sandbox-${appId}-2-course`)).toMatchObject({ school: `sandbox-${appId}-2` });
+    expect(items.find((c) => c.label === 'BIO-101-2027F')).toMatchObject({ history: [trial] });
+  });
+
+  it('lists the trial people and its own people with their enrolments in its courses only', async () => {
+    const { items } = await all<{ sub: string; enrolments: { course_id: string; roles: string[] }[] }>('/users', 'people');
+    const subs = items.map((p) => p.sub);
+    expect(subs).toEqual(expect.arrayContaining(['sandbox-instructor', 'sandbox-student_1', 'sandbox-student_2']));
+    expect(subs.every((sub) => /^sandbox-(instructor|assistant|manager|student_1|student_2)$/.test(sub) || sub.startsWith(`sandbox-${appId}-user-`))).toBe(true);
+    expect(items.flatMap((p) => p.enrolments).every((e) => e.course_id.startsWith(`sandbox-${appId}-`))).toBe(true);
+    const olu = items.find((p) => p.sub.startsWith(`sandbox-${appId}-user-`) && p.enrolments.length === 1);
+    expect(olu?.enrolments[0]?.roles).toEqual([expect.stringContaining('Learner')]);
+    expect(items.find((p) => p.sub === 'sandbox-student_1')?.enrolments.map((e) => e.course_id)).toContain(trial);
+  });
+
+  it('refuses a bad page the way every dashboard list does', async () => {
+    expectProblem(await builder.call('GET', `/apps/${appId}/sandbox/lms/courses?cursor=nonsense`), 400, 'invalid_cursor', 'cursor is not valid for this list');
+    const first = await control<{ next_cursor: string }>('GET', '/courses?limit=1');
+    // A cursor of one list is not one of another.
+    expectProblem(await builder.call('GET', `/apps/${appId}/sandbox/lms/users?cursor=${first.next_cursor}`), 400, 'invalid_cursor');
+    expect((await builder.call('GET', `/apps/${appId}/sandbox/lms/users?limit=0`)).status).toBe(400);
+  });
+});
+
 describe('a Sandbox LMS that cannot start', () => {
   it('answers 503 sandbox_lms_unavailable with Retry-After, never 500', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tis-lms-controls-'));
@@ -407,6 +553,24 @@ describe('tis sandbox lms', () => {
     expect((await tis(['sandbox', 'lms', 'lifetimes', '--reset'], token)).out).toBe('access token 3600 s, id_token 300 s, launch link 300 s');
     expect((await tis(['sandbox', 'lms', 'line-item-scope', 'withhold'], token)).out).toMatch(/withholds the line-item scope$/);
     expect((await tis(['sandbox', 'lms', 'line-item-scope', 'grant'], token)).out).toMatch(/grants the line-item scope$/);
+    // The tool's own school's settings are its team's (LTI-71).
+    const own = (args: string[]): Promise<{ code: number; out: string; err: string }> => tis(['sandbox', 'lms', 'school-settings', appId, ...args], builder.token);
+    expect((await own(['--access-token', '5', '--line-item-scope', 'withhold'])).out).toBe(
+      `school sandbox-${appId}: access token 5 s (own), id_token 300 s, launch link 300 s, line-item scope withheld (own)`,
+    );
+    expect((await own(['--access-token', 'lms'])).out).toBe(`school sandbox-${appId}: access token 3600 s, id_token 300 s, launch link 300 s, line-item scope withheld (own)`);
+    expect((await own([])).out).toBe(`school sandbox-${appId}: access token 3600 s, id_token 300 s, launch link 300 s, line-item scope withheld (own)`);
+    expect((await own(['--reset'])).out).toBe(`school sandbox-${appId}: access token 3600 s, id_token 300 s, launch link 300 s, line-item scope granted`);
+    expect((await own(['--line-item-scope', 'maybe'])).code).toBe(2);
+    expect((await own(['--reset', '--launch-link', '5'])).code).toBe(2);
+    // The lists (LTI-74).
+    const courses = await tis(['sandbox', 'lms', 'courses', appId, '--limit', '1'], builder.token);
+    expect(courses.code, courses.err).toBe(0);
+    expect(courses.out.split('\n')[0]).toMatch(/^COURSE\s+SCHOOL\s+LABEL\s+TITLE$/);
+    expect(courses.out.split('\n')).toHaveLength(2);
+    expect(courses.err).toMatch(/^More: repeat with --cursor \S+$/);
+    const people = await tis(['sandbox', 'lms', 'people', appId, '--json'], builder.token);
+    expect((JSON.parse(people.out) as { people: { sub: string }[] }).people.map((p) => p.sub)).toContain(person.out);
     expect((await tis(['sandbox', 'lms', 'link', appId, courseId, '--title', 'X', '--points', '5', '--no-column'], builder.token)).code).toBe(2);
   });
 });
