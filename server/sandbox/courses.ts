@@ -15,6 +15,7 @@ import type { AppRecord, ContextRecord, MemberGroup, OrganizationRecord, Reposit
 import { isoFromMs, UniqueViolationError } from '../store/index.js';
 import { ensureLmsCopy, inLms, sandboxCopyCourseId, withLms } from './lms-courses.js';
 import { ensureSandboxRegistration } from './lms-registration.js';
+import { moveOlderSandboxCourses } from './older-courses.js';
 import type { LmsSandbox } from './lms-sandbox.js';
 import { ensureLmsSandbox, sandboxDeploymentId, sandboxTrialCourseId } from './lms-sandbox.js';
 
@@ -95,6 +96,8 @@ export async function ensureSandbox(services: Services, appId: string): Promise<
     (await store.organizations.find(registration.issuer, registration.clientId, deployment)) ??
     (await adoptSchool(services, registration.issuer, registration.clientId, deployment)) ??
     (await store.organizations.upsert({ issuer: registration.issuer, client: registration.clientId, deployment, title: SANDBOX_SCHOOL_TITLE }));
+  // Courses of an older Sandbox school move in first, so the old trial course stays the trial course (LTI-53).
+  await withLms(services, appId, () => moveOlderSandboxCourses(services, appId, school, registration));
   const trial = await ensureTrialCourse(services, school, appId);
   const lms = await withLms(services, appId, () =>
     ensureLmsSandbox(services, appId, { title: trial.name, label: trial.label ?? '', schoolTitle: school.title }),

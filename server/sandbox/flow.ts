@@ -178,9 +178,10 @@ async function sandboxPlacement(services: Services, app: AppRecord, placementId:
  * course of an older Sandbox school (not in this LMS) keeps the launch page's ticket.
  */
 export async function sandboxLaunch(services: Services, app: AppRecord, placementId: string, role: SandboxRole): Promise<SandboxLaunchLink> {
+  // The Sandbox first: its first need may move the placement's course into the LMS school (LTI-53).
+  const home = await ensureSandbox(services, app.id);
   const { placement, context } = await sandboxPlacement(services, app, placementId);
   assertSandboxOpen(app);
-  const home = await ensureSandbox(services, app.id);
   if (inLms(home.school, context)) {
     const { url, expires } = await withLms(services, app.id, () => lmsLaunch(services, home.school, context, placement, role));
     return { launchUrl: url, expires };
