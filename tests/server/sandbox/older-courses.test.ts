@@ -104,6 +104,17 @@ async function oldSandbox(): Promise<OldSandbox> {
     released: true,
     timestampUs,
   });
+  // Posted first, without a comment: the Grades tab still lists the trial users in role order.
+  await store.gradebook.putScore({
+    lineItemId: column.id,
+    userId: people.student_2.userId,
+    scoreGiven: 4,
+    scoreMaximum: 10,
+    activityProgress: 'Submitted',
+    gradingProgress: 'Pending',
+    released: true,
+    timestampUs: timestampUs - 5_000_000,
+  });
   await store.rows.putRow({ appId: app.id, contextId: trial.id, kind: 'member', memberId: people.student_1.memberId }, { answers: [3, 1] }, { maxBytes: 65536 });
   await store.rows.putRow({ appId: app.id, contextId: copy.id, kind: 'context' }, { unit: 'copy' }, { maxBytes: 65536 });
   return { appId: app.id, trial, copy, placement, people, scoreTimestamp: isoFromUs(timestampUs) };
@@ -147,9 +158,10 @@ describe('older Sandbox courses at first need', () => {
     expect(before.status).toBe(200);
     expect(before.body.context_id).toBe(old.trial.id);
     expect(before.body.columns).toHaveLength(1);
-    expect(before.body.columns[0]).toMatchObject({ line_item_id: placed['line_item_id'], placement_id: old.placement.id, label: 'Old quiz (week 1)', score_maximum: 10 });
+    expect(before.body.columns[0]).toMatchObject({ line_item_id: placed['line_item_id'], placement_id: old.placement.id, label: 'Old quiz (week 1)', score_maximum: 10, grades_released: true });
     expect(before.body.columns[0]?.scores).toEqual([
       expect.objectContaining({ role: 'student_1', member_id: old.people.student_1.memberId, score_given: 7, score_maximum: 10, comment: 'Kept from S-12', timestamp: old.scoreTimestamp }),
+      expect.objectContaining({ role: 'student_2', member_id: old.people.student_2.memberId, score_given: 4, comment: null, activity_progress: 'Submitted', grading_progress: 'Pending' }),
     ]);
 
     // A student's launch through the LMS lands in the same course, as the same member.
@@ -184,9 +196,12 @@ describe('older Sandbox courses at first need', () => {
     expect(attempt['status']).toBe('success');
     const after = await builder.call<{ columns: Array<Json & { scores: Json[] }> }>('GET', `/apps/${appId}/sandbox/grades`);
     expect(after.body.columns).toHaveLength(1);
-    expect(after.body.columns[0]?.scores).toEqual([expect.objectContaining({ role: 'student_1', score_given: 9, score_maximum: 10, timestamp: attempt['submitted'] })]);
+    expect(after.body.columns[0]?.scores).toEqual([
+      expect.objectContaining({ role: 'student_1', score_given: 9, score_maximum: 10, timestamp: attempt['submitted'] }),
+      expect.objectContaining({ role: 'student_2', score_given: 4 }),
+    ]);
     const book = await sandboxLmsClient(server.services).gradebook(`sandbox-${appId}-trial`);
-    expect(book.columns.map((c) => c.scores.map((s) => [s.userId, s.scoreGiven]))).toEqual([[['sandbox-student_1', 9]]]);
+    expect(book.columns.map((c) => c.scores.map((s) => [s.userId, s.scoreGiven]).sort())).toEqual([[['sandbox-student_1', 9], ['sandbox-student_2', 4]]]);
 
     // The S-12 columns were read once: nothing of the course is left in the S-12 gradebook.
     expect(await server.services.store.gradebook.listLineItems(old.trial.id)).toEqual([]);
