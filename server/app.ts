@@ -34,7 +34,6 @@ import { webDashboardRoute } from './web-dashboard/router.js';
 import { LaunchService } from './launches/service.js';
 import type { Connector } from './outbound/index.js';
 import { createToolHttpClient, systemResolver } from './outbound/index.js';
-import { sandboxLmsPipeline } from './sandbox-lms/mount.js';
 import { createSandboxLmsHost } from './sandbox/lms-host.js';
 import { createDefaultPublisher } from './scores/index.js';
 import { Signer } from './signing/signer.js';
@@ -158,15 +157,6 @@ export function createApp(services: Services, options: AppOptions = {}): Express
     if (contractPaths.some((router) => router.has(req.path))) void dispatchContract(req, res, next);
     else next();
   });
-
-  // The Sandbox gradebook's LTI AGS interface (S-12): the LMS side of Sandbox schools, served here so
-  // score publication is a real HTTP round trip. Not part of any contract, so not subject to its header.
-  app.use(
-    sandboxLmsPipeline(services, {
-      responseValidation: services.config.responseValidation,
-      bodyLimitBytes: services.config.httpBodyLimitBytes,
-    }),
-  );
 
   // The Sandbox's LMS (LTI-40): the reference LMS in process under /lms, an LTI platform like any school's.
   app.use((req: Request, res: Response, next: NextFunction) => {
@@ -319,8 +309,6 @@ export async function buildServices(config: Config, options: BuildServicesOption
   const lti = createLtiServices({ outbound, clock, ownLms: sandboxLms });
   const publisher = createDefaultPublisher({
     signer,
-    publicUrl: config.publicUrl,
-    ...(options.selfOrigin ? { sandboxTransportOrigin: options.selfOrigin } : {}),
     schools: ltiPlatforms(store, lti.lms),
     clock,
   });

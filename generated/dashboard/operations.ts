@@ -389,48 +389,6 @@ export const operations = {
     security: [],
     tag: 'Launch page',
   },
-  issueSandboxLmsToken: {
-    id: 'issueSandboxLmsToken',
-    method: 'POST',
-    path: '/sandbox-lms/token',
-    security: [],
-    tag: 'Sandbox LMS',
-  },
-  listSandboxLineItems: {
-    id: 'listSandboxLineItems',
-    method: 'GET',
-    path: '/sandbox-lms/contexts/{context_id}/lineitems',
-    security: [['sandboxLmsToken']],
-    tag: 'Sandbox LMS',
-  },
-  createSandboxLineItem: {
-    id: 'createSandboxLineItem',
-    method: 'POST',
-    path: '/sandbox-lms/contexts/{context_id}/lineitems',
-    security: [['sandboxLmsToken']],
-    tag: 'Sandbox LMS',
-  },
-  getSandboxLineItem: {
-    id: 'getSandboxLineItem',
-    method: 'GET',
-    path: '/sandbox-lms/contexts/{context_id}/lineitems/{line_item_id}',
-    security: [['sandboxLmsToken']],
-    tag: 'Sandbox LMS',
-  },
-  updateSandboxLineItem: {
-    id: 'updateSandboxLineItem',
-    method: 'PUT',
-    path: '/sandbox-lms/contexts/{context_id}/lineitems/{line_item_id}',
-    security: [['sandboxLmsToken']],
-    tag: 'Sandbox LMS',
-  },
-  postSandboxScore: {
-    id: 'postSandboxScore',
-    method: 'POST',
-    path: '/sandbox-lms/contexts/{context_id}/lineitems/{line_item_id}/scores',
-    security: [['sandboxLmsToken']],
-    tag: 'Sandbox LMS',
-  },
 } as const;
 
 export type OperationId = keyof typeof operations;
@@ -709,33 +667,3 @@ export type DeactivateLmsRegistrationResponses = OperationTypes['deactivateLmsRe
 export type OpenLaunchPageParams = OperationTypes['openLaunchPage']['parameters'];
 export type OpenLaunchPageBody = never;
 export type OpenLaunchPageResponses = OperationTypes['openLaunchPage']['responses'];
-
-/** POST /sandbox-lms/token: Issue an AGS access token (client credentials with a JWT assertion) */
-export type IssueSandboxLmsTokenParams = OperationTypes['issueSandboxLmsToken']['parameters'];
-export type IssueSandboxLmsTokenBody = NonNullable<OperationTypes['issueSandboxLmsToken']['requestBody']>['content']['application/x-www-form-urlencoded'];
-export type IssueSandboxLmsTokenResponses = OperationTypes['issueSandboxLmsToken']['responses'];
-
-/** GET /sandbox-lms/contexts/{context_id}/lineitems: List the gradebook columns of a course (AGS line item container) */
-export type ListSandboxLineItemsParams = OperationTypes['listSandboxLineItems']['parameters'];
-export type ListSandboxLineItemsBody = never;
-export type ListSandboxLineItemsResponses = OperationTypes['listSandboxLineItems']['responses'];
-
-/** POST /sandbox-lms/contexts/{context_id}/lineitems: Create a gradebook column (AGS line item) */
-export type CreateSandboxLineItemParams = OperationTypes['createSandboxLineItem']['parameters'];
-export type CreateSandboxLineItemBody = NonNullable<OperationTypes['createSandboxLineItem']['requestBody']>['content']['application/vnd.ims.lis.v2.lineitem+json'];
-export type CreateSandboxLineItemResponses = OperationTypes['createSandboxLineItem']['responses'];
-
-/** GET /sandbox-lms/contexts/{context_id}/lineitems/{line_item_id}: Read a gradebook column (AGS line item) */
-export type GetSandboxLineItemParams = OperationTypes['getSandboxLineItem']['parameters'];
-export type GetSandboxLineItemBody = never;
-export type GetSandboxLineItemResponses = OperationTypes['getSandboxLineItem']['responses'];
-
-/** PUT /sandbox-lms/contexts/{context_id}/lineitems/{line_item_id}: Replace a gradebook column (AGS line item) */
-export type UpdateSandboxLineItemParams = OperationTypes['updateSandboxLineItem']['parameters'];
-export type UpdateSandboxLineItemBody = NonNullable<OperationTypes['updateSandboxLineItem']['requestBody']>['content']['application/vnd.ims.lis.v2.lineitem+json'];
-export type UpdateSandboxLineItemResponses = OperationTypes['updateSandboxLineItem']['responses'];
-
-/** POST /sandbox-lms/contexts/{context_id}/lineitems/{line_item_id}/scores: Publish a score (AGS score) */
-export type PostSandboxScoreParams = OperationTypes['postSandboxScore']['parameters'];
-export type PostSandboxScoreBody = NonNullable<OperationTypes['postSandboxScore']['requestBody']>['content']['application/vnd.ims.lis.v1.score+json'];
-export type PostSandboxScoreResponses = OperationTypes['postSandboxScore']['responses'];

@@ -19,7 +19,6 @@ import type { Handlers } from '../http/registry.js';
 import type { OperationEntry } from '../http/routes.js';
 import type { Services } from '../http/services.js';
 import { loadBundledSpec } from '../http/spec.js';
-import type { SandboxLmsOperationId } from '../sandbox-lms/handlers.js';
 import { appHandlers } from './apps.js';
 import { operatorHandlers } from './operators.js';
 import { sandboxHandlers } from './sandbox.js';
@@ -31,7 +30,7 @@ import { dashboardValidationRules } from './validation.js';
 export const DASHBOARD_PATH = '/dashboard/v1';
 
 /** Every operation of the dashboard spec but the ones other mounts serve. */
-export type DashboardOperationId = Exclude<keyof operations, 'openLaunchPage' | SandboxLmsOperationId>;
+export type DashboardOperationId = Exclude<keyof operations, 'openLaunchPage'>;
 
 /** Complete by type: a missing or an extra handler is a compile error. */
 export const dashboardHandlers: Handlers<Pick<operations, DashboardOperationId>> = {

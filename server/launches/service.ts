@@ -22,7 +22,6 @@ import type {
   Store,
   UserRecord,
 } from '../store/index.js';
-import { createLineItem } from '../sandbox-lms/gradebook.js';
 import type { Signer } from '../signing/signer.js';
 import type { AnyLaunchClaims, AnyLocationsClaims, AnyProvisionClaims, PlacedLocation } from './claims.js';
 import { launchClaims, locationsClaims, provisionClaims } from './claims.js';
@@ -62,11 +61,6 @@ export interface PlacementInput {
   resourceLink: string;
   /** The entry copy for a new placement; defaults to the location's current values. */
   entry?: PlacementEntry;
-  /**
-   * For a new assessment placement: whether the LMS makes a gradebook column (default true). A column is
-   * what makes `grade.submit` non-null. The only gradebook of this build is the Sandbox LMS's.
-   */
-  lineItem?: boolean;
 }
 
 export interface PlaceInput extends Omit<PlacementInput, 'resourceLink'> {
@@ -389,9 +383,10 @@ export class LaunchService {
   }
 
   /**
-   * Places a location in a course: the placement with its copy of the entry, and for an assessment the
-   * gradebook column. What an instructor's picker confirmation records; a launch with an unseen
-   * `resource_link` does the same.
+   * Places a location in a course: the placement with its copy of the entry. Its gradebook column is the
+   * LMS's, never the service's: a school's LMS makes it and names it in the launch's AGS claim (LTI-15), the
+   * Sandbox's LMS with the placement's resource link (LTI-45). What an instructor's picker confirmation
+   * records; a launch with an unseen `resource_link` does the same.
    */
   async place(input: PlaceInput): Promise<PlacementRecord> {
     return this.store.transaction(async (tx) => {
@@ -440,17 +435,13 @@ export class LaunchService {
       return { placement: existing, created: false };
     }
     const entry = input.entry ?? entryOf(location);
-    let placement = await tx.placements.create({
+    const placement = await tx.placements.create({
       appId: app.id,
       contextId: context.id,
       locationId: location.id,
       entry,
       resourceLink: input.resourceLink,
     });
-    if (entry.type === 'assessment' && (input.lineItem ?? true)) {
-      const lineItem = await createLineItem(tx, { placement });
-      placement = { ...placement, lineItemId: lineItem.id };
-    }
     return { placement, created: true };
   }
 }

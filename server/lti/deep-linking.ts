@@ -127,7 +127,7 @@ export async function continueChoice(services: Services, post: ChoicePost): Prom
   const placed: PlacementRecord[] = [];
   for (const extid of extids) {
     try {
-      const outcome = await placeFromPicker(services, { appId: app.id, contextId: choice.contextId, extid, lineItem: false });
+      const outcome = await placeFromPicker(services, { appId: app.id, contextId: choice.contextId, extid });
       placed.push(outcome.placement);
     } catch (err) {
       const problem = placementErrorOf(err);

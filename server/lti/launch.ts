@@ -163,7 +163,6 @@ async function copyPlacement(services: Services, source: PlacementRecord, contex
     contextId: context.id,
     locationId: location.id,
     entry: source.entry,
-    lineItem: false,
   });
   return placement;
 }

@@ -1,7 +1,7 @@
 /**
  * Placing a location in a course: what an instructor's confirmation in the picker does. The placement
- * stores a copy of the entry the picker showed (contract, Locations rule 6), an assessment gets its
- * gradebook column in the Sandbox gradebook (the only gradebook of this build, decision S-32), and the
+ * stores a copy of the entry the picker showed (contract, Locations rule 6), an assessment's gradebook
+ * column is its LMS's (a school's makes it, LTI-15; the Sandbox's with its resource link, LTI-45), and the
  * provision requests the course and location levels need go out at once, without waiting for a first
  * student (contract, Provision URL). A failed provision request does not undo the placement (S-09).
  */
@@ -34,8 +34,6 @@ export interface PlaceFromPickerInput {
   label?: string;
   /** Defaults to a fresh opaque value (NS-04). */
   resourceLink?: string;
-  /** Whether the service makes the assessment's gradebook column; false when the school's LMS makes it (LTI-15). */
-  lineItem?: boolean;
 }
 
 /** Same rule as the picker's labels (GAP-10, GAP-11): plain text, at most the spec's length. */
@@ -78,7 +76,6 @@ export async function placeFromPicker(services: Services, input: PlaceFromPicker
     location,
     entry: entryFromPicker(offered, label),
     ...(input.resourceLink !== undefined ? { resourceLink: input.resourceLink } : {}),
-    ...(input.lineItem !== undefined ? { lineItem: input.lineItem } : {}),
   });
 }
 
@@ -99,10 +96,9 @@ export interface PlaceEntryInput {
   location: LocationRecord;
   entry: PlacementEntry;
   resourceLink?: string;
-  lineItem?: boolean;
 }
 
-/** The placement itself: the copy, the gradebook column of an assessment, then provisioning. */
+/** The placement itself: the copy, then provisioning. */
 export async function placeEntry(services: Services, input: PlaceEntryInput): Promise<PlacementOutcome> {
   assertAvailable(input.app, input.context);
   const placement = await launchServiceCall(() =>
@@ -112,7 +108,6 @@ export async function placeEntry(services: Services, input: PlaceEntryInput): Pr
       locationId: input.location.id,
       entry: input.entry,
       ...(input.resourceLink !== undefined ? { resourceLink: input.resourceLink } : {}),
-      ...(input.lineItem !== undefined ? { lineItem: input.lineItem } : {}),
     }),
   );
   services.log.info('location placed', {

@@ -13,8 +13,9 @@ import type { Services } from '../http/services.js';
 import { Problem } from '../http/problem.js';
 import type { AppRecord, ContextRecord, MemberGroup, OrganizationRecord, Repositories, UserRecord } from '../store/index.js';
 import { isoFromMs, UniqueViolationError } from '../store/index.js';
-import { ensureLmsCopy, inLms, sandboxCopyCourseId, withLms } from './lms-courses.js';
+import { ensureLmsCopy, sandboxCopyCourseId, withLms } from './lms-courses.js';
 import { ensureSandboxRegistration } from './lms-registration.js';
+import { moveOlderSandboxCourses } from './older-courses.js';
 import type { LmsSandbox } from './lms-sandbox.js';
 import { ensureLmsSandbox, sandboxDeploymentId, sandboxTrialCourseId } from './lms-sandbox.js';
 
@@ -95,6 +96,8 @@ export async function ensureSandbox(services: Services, appId: string): Promise<
     (await store.organizations.find(registration.issuer, registration.clientId, deployment)) ??
     (await adoptSchool(services, registration.issuer, registration.clientId, deployment)) ??
     (await store.organizations.upsert({ issuer: registration.issuer, client: registration.clientId, deployment, title: SANDBOX_SCHOOL_TITLE }));
+  // Courses of an older Sandbox school move in first, so the old trial course stays the trial course (LTI-53).
+  await withLms(services, appId, () => moveOlderSandboxCourses(services, appId, school, registration));
   const trial = await ensureTrialCourse(services, school, appId);
   const lms = await withLms(services, appId, () =>
     ensureLmsSandbox(services, appId, { title: trial.name, label: trial.label ?? '', schoolTitle: school.title }),
@@ -182,12 +185,11 @@ export interface CopyInput {
  * A copy of a Sandbox course, as an LMS course copy makes one (GAP-38): a new course naming its parent,
  * the same trial users under new memberships, nothing placed and no data copied. In the Sandbox's LMS it
  * is an LMS course copy (`$Context.id.history` names the parent), made after the service's course under
- * the ID derived from it (LTI-47). A copy of a course of an older Sandbox school is made as before.
+ * the ID derived from it (LTI-47).
  */
 export async function copySandboxCourse(services: Services, app: AppRecord, input: CopyInput): Promise<ContextRecord> {
   const { home, context: parent } = await sandboxContext(services, app, input.parentContextId);
-  const school = inLms(home.school, parent) ? home.school : await services.store.organizations.get(parent.organizationId);
-  if (!school) throw new Error(`Sandbox course ${parent.id} lost its school`);
+  const school = home.school;
   const copy = await services.store.transaction(async (tx) => {
     const made = await tx.contexts.create({
       organizationId: school.id,
@@ -196,12 +198,12 @@ export async function copySandboxCourse(services: Services, app: AppRecord, inpu
       parentContextId: parent.id,
       sandboxAppId: app.id,
       // Its LMS course ID, chosen here so the service's course exists before the LMS is asked.
-      ...(inLms(home.school, parent) ? { externalId: sandboxCopyCourseId(app.id) } : {}),
+      externalId: sandboxCopyCourseId(app.id),
     });
     await enrolTrialUsers(tx, school, made);
     return made;
   });
-  if (inLms(home.school, parent)) await withLms(services, app.id, () => ensureLmsCopy(services, parent, copy));
+  await withLms(services, app.id, () => ensureLmsCopy(services, parent, copy));
   return copy;
 }
 

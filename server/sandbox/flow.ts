@@ -1,24 +1,21 @@
 /**
  * What a person does in the Sandbox, on the real machinery: the picker (`openPicker`, which calls the
- * tool's locations URL, or offers its stored locations when its pin says so), placements (`placeFromPicker`: the copy, the gradebook column, provisioning),
- * launch tickets for the browser launch page, and the Grades tab of the Sandbox gradebook. Every refusal
- * is a `Problem` with the dashboard spec's status and message.
+ * tool's locations URL, or offers its stored locations when its pin says so), placements (`placeFromPicker`:
+ * the copy and provisioning, then the LMS resource link with its gradebook column), launch links through the
+ * Sandbox's LMS, and the Grades tab of its gradebook (decisions LTI-44 to LTI-48). Every refusal is a
+ * `Problem` with the dashboard spec's status and message.
  */
 import type { components } from '../../generated/dashboard/types.js';
 import type { Services } from '../http/services.js';
 import { Problem } from '../http/problem.js';
-import { issueLaunchTicket } from '../launch-page/tickets.js';
-import type { IssuedTicket } from '../launch-page/tickets.js';
 import { openPicker, placeFromPicker, placementErrorOf, placementJson, placementJsonOf, provisionsOnFirstNeed } from '../placements/index.js';
 import type { Picker, PlacementJson, PlacementOutcome } from '../placements/index.js';
-import { readSandboxGradebook } from '../sandbox-lms/gradebook.js';
 import type { AppRecord, ContextRecord, PlacementRecord, ProvisioningLevel, ProvisioningState } from '../store/index.js';
 import { isoFromMs } from '../store/index.js';
 import type { SandboxRole } from './courses.js';
 import {
   ensureSandbox,
   lastResetOf,
-  roleOfTrialUser,
   SANDBOX_ROLES,
   sandboxContext,
   sandboxCopies,
@@ -27,7 +24,7 @@ import {
   trialMemberId,
   trialUserExternalId,
 } from './courses.js';
-import { ensureLmsLink, inLms, lmsGradebook, lmsLaunch, withLms } from './lms-courses.js';
+import { ensureLmsLink, lmsGradebook, lmsLaunch, withLms } from './lms-courses.js';
 import { setSchoolSettings } from './controls/school-settings.js';
 
 export type SandboxJson = components['schemas']['Sandbox'];
@@ -130,14 +127,13 @@ export interface SandboxPlaceInput {
 }
 
 /**
- * Places one location of the course's last picker answer, as the instructor's confirmation does; in the
- * Sandbox's LMS the placement is then an LMS resource link, whose gradebook column is the assessment's
+ * Places one location of the course's last picker answer, as the instructor's confirmation does; the
+ * placement is then an LMS resource link in the Sandbox's LMS, whose gradebook column is the assessment's
  * line item (LTI-45): the LMS makes the column, as a school's LMS does (LTI-15).
  */
 export async function placeInSandbox(services: Services, app: AppRecord, input: SandboxPlaceInput): Promise<PlacementJson> {
   const { home, context } = await sandboxContext(services, app, input.contextId);
   assertSandboxOpen(app);
-  const viaLms = inLms(home.school, context);
   let outcome: PlacementOutcome;
   try {
     outcome = await placeFromPicker(services, {
@@ -145,15 +141,12 @@ export async function placeInSandbox(services: Services, app: AppRecord, input: 
       contextId: context.id,
       extid: input.extid,
       ...(input.label !== undefined ? { label: input.label } : {}),
-      ...(viaLms ? { lineItem: false } : {}),
     });
   } catch (err) {
     throw asProblem(err);
   }
-  if (viaLms) {
-    const { placement } = await withLms(services, app.id, () => ensureLmsLink(services, home.school, context, outcome.placement));
-    outcome = { ...outcome, placement };
-  }
+  const { placement } = await withLms(services, app.id, () => ensureLmsLink(services, home.school, context, outcome.placement));
+  outcome = { ...outcome, placement };
   return placementJson(outcome);
 }
 
@@ -175,34 +168,16 @@ async function sandboxPlacement(services: Services, app: AppRecord, placementId:
 /**
  * A launch link for a trial user into a Sandbox placement (LTI-45): the LMS's launch URL, which runs the
  * LMS's launch, the service's OIDC login, the LMS's authorization and the service's id_token validation
- * before the launch page provisions and posts to the tool, as a school's launch does. A placement in a
- * course of an older Sandbox school (not in this LMS) keeps the launch page's ticket.
+ * before the launch page provisions and posts to the tool, as a school's launch does. Every Sandbox course
+ * is a course of the LMS (older ones are moved at the first need, LTI-53), so there is no other way.
  */
 export async function sandboxLaunch(services: Services, app: AppRecord, placementId: string, role: SandboxRole): Promise<SandboxLaunchLink> {
-  const { placement, context } = await sandboxPlacement(services, app, placementId);
-  assertSandboxOpen(app);
+  // The Sandbox first: its first need may move the placement's course into the LMS school (LTI-53).
   const home = await ensureSandbox(services, app.id);
-  if (inLms(home.school, context)) {
-    const { url, expires } = await withLms(services, app.id, () => lmsLaunch(services, home.school, context, placement, role));
-    return { launchUrl: url, expires };
-  }
-  const ticket = await sandboxLaunchTicket(services, app, placementId, role);
-  return { launchUrl: ticket.launchUrl, expires: ticket.expires };
-}
-
-/**
- * A launch ticket for a trial user into a Sandbox placement: the signed launch as data (OPS-01) and
- * courses of an older Sandbox school, which no browser's LTI launch reaches.
- */
-export async function sandboxLaunchTicket(services: Services, app: AppRecord, placementId: string, role: SandboxRole): Promise<IssuedTicket> {
   const { placement, context } = await sandboxPlacement(services, app, placementId);
   assertSandboxOpen(app);
-  const memberId = await trialMemberId(services, context, role);
-  try {
-    return await issueLaunchTicket(services, { placementId: placement.id, memberId });
-  } catch (err) {
-    throw asProblem(err);
-  }
+  const { url, expires } = await withLms(services, app.id, () => lmsLaunch(services, home.school, context, placement, role));
+  return { launchUrl: url, expires };
 }
 
 const ROLE_ORDER: readonly SandboxRole[] = ['instructor', 'assistant', 'manager', 'student_1', 'student_2'];
@@ -215,7 +190,6 @@ const ROLE_ORDER: readonly SandboxRole[] = ['instructor', 'assistant', 'manager'
 export async function readSandboxGrades(services: Services, app: AppRecord, contextId: string | undefined): Promise<SandboxGradebookJson> {
   const { home, context } = await sandboxContext(services, app, contextId);
   assertSandboxOpen(app);
-  if (!inLms(home.school, context)) return readSandboxGradebook(services.store, context, (_member, user) => roleOfTrialUser(user));
   const book = await withLms(services, app.id, () => lmsGradebook(services, context));
   const placements = await services.store.placements.listByContext(context.id, app.id);
   const users = await sandboxUsers(services, context);

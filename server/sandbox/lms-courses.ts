@@ -6,7 +6,7 @@
  * the LMS's gradebook. Every call goes to the LMS's controls over HTTP (`lms-client.ts`).
  *
  * A Sandbox course of another school (made before the move by the S-12 Sandbox school, or under an
- * earlier `PUBLIC_URL`) is not in this LMS: `inLms` is false for it, and its callers keep the old way.
+ * earlier `PUBLIC_URL`) is moved into this LMS at the Sandbox's first need (`older-courses.ts`, LTI-53).
  */
 import { randomBytes } from 'node:crypto';
 import type { Services } from '../http/services.js';
@@ -20,11 +20,6 @@ import { SandboxLmsControlError } from './lms-client.js';
 import { sandboxLmsUnavailable } from './lms-host.js';
 import { forgetSandboxRegistration, sandboxLmsClient } from './lms-registration.js';
 import { exists, forgetLmsSandbox } from './lms-sandbox.js';
-
-/** Whether a Sandbox course is a course of the Sandbox's LMS: one of the tool's Sandbox school now. */
-export function inLms(school: OrganizationRecord, context: ContextRecord): boolean {
-  return context.organizationId === school.id;
-}
 
 /**
  * An LMS control failed. A 404 for a record this process made means the LMS lost its store: what the

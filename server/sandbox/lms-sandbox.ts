@@ -54,20 +54,31 @@ export async function exists(create: () => Promise<unknown>): Promise<void> {
 /** The LMS side made by this process, per LMS host and tool: later needs make no control call. */
 const made = new WeakMap<object, Map<string, Promise<LmsSandbox>>>();
 
+/** The tool's school (deployment `sandbox-<app_id>`) and the five trial people in the LMS; 409 = made. */
+export async function ensureLmsSchool(services: Services, registration: LtiRegistrationRecord, appId: string, schoolTitle: string): Promise<string> {
+  const lms = sandboxLmsClient(services);
+  const deploymentId = sandboxDeploymentId(appId);
+  await exists(() => lms.createDeployment(registration.clientId, schoolTitle, deploymentId));
+  for (const role of SANDBOX_ROLES) {
+    const person = TRIAL_PEOPLE[role];
+    await exists(() => lms.createUser({ sub: trialUserExternalId(role), given_name: person.givenName, family_name: person.familyName, email: person.email }));
+  }
+  return deploymentId;
+}
+
+/** Enrols the trial users in an LMS course with their LIS roles (a PUT: making it again changes nothing). */
+export async function enrolLmsTrialUsers(services: Services, courseId: string): Promise<void> {
+  const lms = sandboxLmsClient(services);
+  for (const role of SANDBOX_ROLES) await lms.enrol(courseId, trialUserExternalId(role), [TRIAL_LIS_ROLES[role]]);
+}
+
 async function makeLmsSandbox(services: Services, appId: string, course: { title: string; label: string; schoolTitle: string }): Promise<LmsSandbox> {
   const registration = await ensureSandboxRegistration(services);
   const lms = sandboxLmsClient(services);
-  const deploymentId = sandboxDeploymentId(appId);
+  const deploymentId = await ensureLmsSchool(services, registration, appId, course.schoolTitle);
   const courseId = sandboxTrialCourseId(appId);
-  await exists(() => lms.createDeployment(registration.clientId, course.schoolTitle, deploymentId));
   await exists(() => lms.createCourse({ id: courseId, deployment_id: deploymentId, title: course.title, label: course.label }));
-  for (const role of SANDBOX_ROLES) {
-    const person = TRIAL_PEOPLE[role];
-    const sub = trialUserExternalId(role);
-    await exists(() => lms.createUser({ sub, given_name: person.givenName, family_name: person.familyName, email: person.email }));
-    // An enrolment is a PUT: making it again changes nothing.
-    await lms.enrol(courseId, sub, [TRIAL_LIS_ROLES[role]]);
-  }
+  await enrolLmsTrialUsers(services, courseId);
   return { registration, deploymentId, courseId };
 }
 

@@ -13,15 +13,15 @@
 import type { Services } from '../http/services.js';
 import type { AppRecord } from '../store/index.js';
 import { ensureSandbox } from './courses.js';
-import { inLms, withLms } from './lms-courses.js';
+import { withLms } from './lms-courses.js';
 import { sandboxLmsClient } from './lms-registration.js';
 
 export async function resetSandbox(services: Services, app: AppRecord): Promise<void> {
-  const { school, trial } = await ensureSandbox(services, app.id);
+  const { trial } = await ensureSandbox(services, app.id);
   // The trial course's scores in the Sandbox's LMS go first (its columns stay, LTI-48): an LMS that
   // refuses leaves the reset undone (503, to retry), and a reset that fails after it is done again whole
   // by the next reset. A copy's LMS course is released with the copy, untouched.
-  if (inLms(school, trial)) await withLms(services, app.id, () => sandboxLmsClient(services).deleteScores(trial.externalId));
+  await withLms(services, app.id, () => sandboxLmsClient(services).deleteScores(trial.externalId));
   // One transaction, so a reset is all done or not at all: a failure halfway leaves no course with its
   // rows gone but its tokens live, and no copy released with its data kept. The courses are read inside
   // it, so a copy made meanwhile is either reset and released here or made after the reset.
@@ -39,7 +39,6 @@ export async function resetSandbox(services: Services, app: AppRecord): Promise<
       await tx.pickerAnswers.delete(app.id, course.id);
       for (const placement of await tx.placements.listByContext(course.id, app.id)) placementIds.push(placement.id);
     }
-    await tx.gradebook.deleteScoresForContext(trial.id);
     await tx.launches.deleteUnusedTicketsForPlacements(placementIds);
     for (const copy of copies) await tx.contexts.releaseFromSandbox(copy.id);
     // The reset's time is the trial course's last change (see `lastResetOf`).

@@ -19,9 +19,9 @@ import { LAUNCH_PAGE_PATH } from '../launch-page/mount.js';
 import type { AppRecord, ContextRecord, PlacementRecord } from '../store/index.js';
 import type { SandboxRole } from './courses.js';
 import { ensureSandbox, trialUserExternalId } from './courses.js';
-import { assertSandboxOpen, sandboxLaunch } from './flow.js';
+import { assertSandboxOpen } from './flow.js';
 import { SandboxLmsControlError } from './lms-client.js';
-import { ensureLmsLink, inLms, lmsProblem, withLms } from './lms-courses.js';
+import { ensureLmsLink, lmsProblem, withLms } from './lms-courses.js';
 import { sandboxLmsUnavailable } from './lms-host.js';
 import { sandboxLmsClient } from './lms-registration.js';
 
@@ -63,6 +63,8 @@ export async function signedSandboxLaunch(
   role: SandboxRole,
   ctx: SignedLaunchContext,
 ): Promise<DeliveredLaunch> {
+  // The Sandbox first: its first need may move the placement's course into the LMS school (LTI-53).
+  await ensureSandbox(services, app.id);
   const { placement, context } = await sandboxPlacementOf(services, app, placementId);
   assertSandboxOpen(app);
   const launchUrl = await launchUrlOf(services, app, placement, context, role);
@@ -80,12 +82,11 @@ export async function signedSandboxLaunch(
 /**
  * The URL a browser's launch of the placement starts at: the LMS's launch URL of the placement's resource
  * link for the trial user (LTI-45). The LMS refusing to launch that person (not enrolled in the course) is
- * a 409 in the LMS's words, as nothing is wrong with the LMS. A course of an older Sandbox school is not in
- * this LMS: its launch link is what `sandboxLaunch` gives a browser (LTI-44), followed the same way.
+ * a 409 in the LMS's words, as nothing is wrong with the LMS. Every Sandbox course is in this LMS: the
+ * first need moves older ones into it (LTI-53), which `signedSandboxLaunch` asks for before anything else.
  */
 async function launchUrlOf(services: Services, app: AppRecord, placement: PlacementRecord, context: ContextRecord, role: SandboxRole): Promise<string> {
   const home = await ensureSandbox(services, app.id);
-  if (!inLms(home.school, context)) return (await sandboxLaunch(services, app, placement.id, role)).launchUrl;
   const { link } = await withLms(services, app.id, () => ensureLmsLink(services, home.school, context, placement));
   try {
     return (await sandboxLmsClient(services).launch(link.id, trialUserExternalId(role))).url;

@@ -21,13 +21,6 @@ declare module '../http/services.js' {
 
 export interface DefaultPublisherOptions {
   signer: AssertionSigner;
-  /** The service's public origin; read at each publication, so it may be set after the app listens. */
-  publicUrl: string | (() => string);
-  /**
-   * Where this process reaches its own Sandbox LMS when the public origin does not route back to it
-   * (a proxy without hairpinning, tests on an ephemeral port). Default: the public origin.
-   */
-  sandboxTransportOrigin?: () => string | undefined;
   /** Schools with a real LMS registration (`server/lti/platforms.ts`). */
   schools?: (organization: OrganizationRecord) => Promise<LmsPlatform | null>;
   clock?: Clock;
@@ -36,12 +29,9 @@ export interface DefaultPublisherOptions {
 }
 
 export function createDefaultPublisher(options: DefaultPublisherOptions): AgsPublisher {
-  const publicUrl = options.publicUrl;
   return new AgsPublisher({
     signer: options.signer,
     registry: createLmsRegistry({
-      publicUrl: typeof publicUrl === 'string' ? () => publicUrl : publicUrl,
-      ...(options.sandboxTransportOrigin ? { sandboxTransportOrigin: options.sandboxTransportOrigin } : {}),
       ...(options.schools ? { schools: options.schools } : {}),
     }),
     ...(options.clock ? { clock: options.clock } : {}),

@@ -2,12 +2,6 @@
  * Where a school's LMS takes grades: the LTI Assignment and Grade Services token endpoint, the client ID
  * the school gave the service, and how to reach the URLs the LMS hands out.
  */
-import {
-  isSandboxSchool,
-  sandboxIssuer,
-  sandboxLineItemUrl,
-  sandboxTokenUrl,
-} from '../sandbox-lms/school.js';
 import type { OrganizationRecord } from '../store/index.js';
 
 export interface LmsPlatform {
@@ -16,8 +10,8 @@ export interface LmsPlatform {
   /** `iss` and `sub` of the client assertion. */
   clientId: string;
   /**
-   * The URL of a placement's gradebook column. `ref` is what the placement stores: an absolute line
-   * item URL (the AGS `lineitem` claim of a school's LMS) or, for the Sandbox, the column's ID.
+   * The URL of a placement's gradebook column. `ref` is what the placement stores: the absolute line
+   * item URL its LMS gave (a school's AGS `lineitem` claim, the Sandbox LMS's column, LTI-45).
    */
   lineItemUrl(contextId: string, ref: string): string;
   /** The URL this process sends a request to for a URL the LMS named (identity for a school's LMS). */
@@ -46,44 +40,17 @@ export interface LmsRegistry {
   platformFor(organization: OrganizationRecord): Promise<LmsPlatform | null>;
 }
 
-function isAbsoluteUrl(ref: string): boolean {
-  return /^https?:\/\//i.test(ref);
-}
-
 export interface DefaultLmsRegistryOptions {
-  /** The service's public origin, read at each call (the app may learn its port after it listens). */
-  publicUrl: () => string;
-  /**
-   * Where this process reaches the Sandbox LMS, i.e. itself. Defaults to the public origin; set it when
-   * the public origin does not route back to the process (a proxy that does not hairpin, tests).
-   */
-  sandboxTransportOrigin?: () => string | undefined;
-  /** Schools with a real LMS registration (`server/lti/platforms.ts`, issue 13). */
+  /** Schools with a real LMS registration (`server/lti/platforms.ts`), the Sandbox's LMS among them (LTI-48). */
   schools?: (organization: OrganizationRecord) => Promise<LmsPlatform | null>;
 }
 
 /**
- * The Sandbox LMS for Sandbox schools; other schools through `schools`. The Sandbox is reached over
- * real HTTP exactly like a school's LMS: only the transport origin may differ from the public one.
+ * Every school's LMS through `schools`, the Sandbox's too: since the S-12 Sandbox gradebook is gone
+ * (LTI-57) no school's grades go anywhere but to an LMS registered with the service.
  */
 export function createLmsRegistry(options: DefaultLmsRegistryOptions): LmsRegistry {
   return {
-    async platformFor(organization) {
-      const publicUrl = options.publicUrl();
-      if (isSandboxSchool(organization, publicUrl)) {
-        const publicOrigin = new URL(publicUrl).origin;
-        return {
-          tokenUrl: sandboxTokenUrl(publicUrl),
-          clientId: organization.client,
-          lineItemUrl: (contextId, ref) => (isAbsoluteUrl(ref) ? ref : sandboxLineItemUrl(publicUrl, contextId, ref)),
-          transport: (url) => {
-            const target = options.sandboxTransportOrigin?.();
-            if (!target || !url.startsWith(`${sandboxIssuer(publicUrl)}/`)) return url;
-            return `${new URL(target).origin}${url.slice(publicOrigin.length)}`;
-          },
-        };
-      }
-      return options.schools ? options.schools(organization) : null;
-    },
+    platformFor: (organization) => (options.schools ? options.schools(organization) : Promise.resolve(null)),
   };
 }

@@ -34,7 +34,7 @@ import { PlacementsRepo } from './repos/placements.js';
 import { ProvisioningRepo } from './repos/provisioning.js';
 import { RowsRepo } from './repos/rows.js';
 import { SecretsRepo } from './repos/secrets.js';
-import { SandboxLmsRepo } from './repos/sandbox-lms.js';
+import { SandboxMoveRepo } from './repos/sandbox-move.js';
 import { SigningKeysRepo } from './repos/signing-keys.js';
 import { ApiTokensRepo } from './repos/tokens.js';
 import { PostgresDriver } from './postgres.js';
@@ -62,7 +62,7 @@ export interface Repositories {
   launchGrades: LaunchGradesRepo;
   signingKeys: SigningKeysRepo;
   gradebook: GradebookRepo;
-  sandboxLms: SandboxLmsRepo;
+  sandboxMove: SandboxMoveRepo;
   pickerAnswers: PickerAnswersRepo;
   columnPoints: ColumnPointsRepo;
   scoreIdempotency: ScoreIdempotencyRepo;
@@ -136,7 +136,7 @@ export function createRepositories(db: Driver, clock: Clock = systemClock): Repo
     launchGrades: new LaunchGradesRepo(ctx),
     signingKeys: new SigningKeysRepo(ctx),
     gradebook: new GradebookRepo(ctx),
-    sandboxLms: new SandboxLmsRepo(ctx),
+    sandboxMove: new SandboxMoveRepo(ctx),
     pickerAnswers: new PickerAnswersRepo(ctx),
     columnPoints: new ColumnPointsRepo(ctx),
     scoreIdempotency: new ScoreIdempotencyRepo(ctx),
@@ -235,6 +235,6 @@ export * from './repos/placements.js';
 export * from './repos/provisioning.js';
 export * from './repos/rows.js';
 export * from './repos/secrets.js';
-export * from './repos/sandbox-lms.js';
+export * from './repos/sandbox-move.js';
 export * from './repos/signing-keys.js';
 export * from './repos/tokens.js';

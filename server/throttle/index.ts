@@ -58,8 +58,6 @@ export function addressBucket(address: string | undefined): string {
 export function credentialBucket(req: Request): string | null {
   const credential = bearerCredential(req.headers.authorization);
   if (credential === null) return null;
-  // The Sandbox LMS's OAuth tokens are that LMS's business (its own token endpoint), not a guessed login.
-  if (req.path.startsWith('/sandbox-lms/')) return null;
   if (req.path.startsWith('/dashboard/')) return 'credential:dashboard';
   const key = parseApiKey(credential);
   if (key) return `credential:api_key:${key.appId}`;

@@ -118,18 +118,19 @@ describe('the dashboard API document', () => {
     expect(doc.servers).toEqual([expect.objectContaining({ url: 'https://tis.example.edu' })]);
   });
 
-  it('serves only under /dashboard/v1, the launch page and the Sandbox LMS (decision L-08)', () => {
+  it('serves only under /dashboard/v1 and the launch page (decisions L-08, LTI-57)', () => {
     const paths = Object.keys(obj(doc.paths, 'paths'));
     expect(paths.length).toBeGreaterThan(20);
     for (const path of paths) {
-      expect(path).toMatch(/^(\/dashboard\/v1\/|\/launch\/\{ticket\}$|\/sandbox-lms\/)/);
+      expect(path).toMatch(/^(\/dashboard\/v1\/|\/launch\/\{ticket\}$)/);
     }
     expect(paths).toContain('/launch/{ticket}');
   });
 
   it('declares both dashboard credentials as bearer schemes', () => {
     const schemes = obj(obj(doc.components, 'components').securitySchemes, 'securitySchemes');
-    for (const name of ['platformToken', 'builderToken', 'sandboxLmsToken']) {
+    expect(Object.keys(schemes).sort()).toEqual(['builderToken', 'platformToken']);
+    for (const name of ['platformToken', 'builderToken']) {
       expect(obj(schemes[name], name)).toMatchObject({ type: 'http', scheme: 'bearer' });
     }
     expect(String(obj(schemes.platformToken, 'platformToken').description)).toMatch(/PLATFORM_TOKEN/);
@@ -163,25 +164,17 @@ describe('credentials per operation', () => {
     'updateSandboxLmsRegistration',
   ];
   const BUILDER_ONLY = ['registerApp']; // decision NS-10: registration takes a builder credential
-  const NO_CREDENTIAL = ['openLaunchPage', 'issueSandboxLmsToken']; // a ticket; a signed JWT assertion
-  const SANDBOX_LMS = [
-    'listSandboxLineItems',
-    'createSandboxLineItem',
-    'getSandboxLineItem',
-    'updateSandboxLineItem',
-    'postSandboxScore',
-  ];
+  const NO_CREDENTIAL = ['openLaunchPage']; // a ticket
   const expected = (id: string): string[][] => {
     if (PLATFORM_ONLY.includes(id)) return [['platformToken']];
     if (BUILDER_ONLY.includes(id)) return [['builderToken']];
     if (NO_CREDENTIAL.includes(id)) return [];
-    if (SANDBOX_LMS.includes(id)) return [['sandboxLmsToken']];
     return [['builderToken'], ['platformToken']];
   };
 
   it('names every classified operation', () => {
     const ids = operations().map((o) => o.id);
-    for (const id of [...PLATFORM_ONLY, ...BUILDER_ONLY, ...NO_CREDENTIAL, ...SANDBOX_LMS]) expect(ids).toContain(id);
+    for (const id of [...PLATFORM_ONLY, ...BUILDER_ONLY, ...NO_CREDENTIAL]) expect(ids).toContain(id);
     expect(new Set(ids).size).toBe(ids.length);
   });
 
@@ -311,18 +304,16 @@ describe('the Sandbox picker', () => {
 });
 
 describe('error bodies', () => {
-  it('are Problems everywhere except the OAuth token endpoint and the launch page', () => {
+  it('are Problems everywhere except the launch page', () => {
     let checked = 0;
     for (const { id, op } of operations()) {
       if (id === 'openLaunchPage') continue;
       for (const [status, raw] of Object.entries(obj(op.responses, 'responses'))) {
         if (Number(status) < 400) continue;
         const content = obj(obj(raw, `${id} ${status}`).content, `${id} ${status} content`);
-        const expectedType = id === 'issueSandboxLmsToken' ? 'application/json' : 'application/problem+json';
-        expect({ id, status, types: Object.keys(content) }).toEqual({ id, status, types: [expectedType] });
-        const schema = obj(content[expectedType], 'media').schema;
-        const name = id === 'issueSandboxLmsToken' ? 'OAuthError' : 'Problem';
-        expect({ id, status, schema }).toEqual({ id, status, schema: { $ref: `#/components/schemas/${name}` } });
+        expect({ id, status, types: Object.keys(content) }).toEqual({ id, status, types: ['application/problem+json'] });
+        const schema = obj(content['application/problem+json'], 'media').schema;
+        expect({ id, status, schema }).toEqual({ id, status, schema: { $ref: '#/components/schemas/Problem' } });
         checked++;
       }
     }

