@@ -11,7 +11,6 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createReferenceLms } from '../../lms/app.js';
 import type { ReferenceLms } from '../../lms/app.js';
 import type { LmsStoreLocation } from '../../lms/store.js';
 import type { Config } from '../config.js';
@@ -73,14 +72,18 @@ export function createSandboxLmsHost(options: SandboxLmsHostOptions): SandboxLms
   const issuer = (): string => `${new URL(options.config.publicUrl).origin}${SANDBOX_LMS_MOUNT}`;
   let lms: Promise<ReferenceLms> | null = null;
   const ready = (): Promise<ReferenceLms> => {
-    lms ??= createReferenceLms({
-      issuer: issuer(),
-      store: sandboxLmsStore(options.config),
-      controlToken,
-      // The LMS fetches the service's JWKS at its public URL: through the same transport as grades.
-      fetch: (url, init) => fetch(transport(url), init),
-      onError: (err) => options.log.error('the Sandbox LMS could not answer a request', { err }),
-    });
+    // Loaded on first need, not at start: the LMS and its store drivers are a large share of a cold start
+    // (PERF-39), and a tool's first request never needs them.
+    lms ??= import('../../lms/app.js').then(({ createReferenceLms }) =>
+      createReferenceLms({
+        issuer: issuer(),
+        store: sandboxLmsStore(options.config),
+        controlToken,
+        // The LMS fetches the service's JWKS at its public URL: through the same transport as grades.
+        fetch: (url, init) => fetch(transport(url), init),
+        onError: (err) => options.log.error('the Sandbox LMS could not answer a request', { err }),
+      }),
+    );
     // A start that failed (an unwritable DATA_DIR, the database away) is tried again at the next need, not remembered.
     lms.catch(() => {
       lms = null;
