@@ -90,6 +90,9 @@ function serialize(value: unknown, maxBytes: number): { body: string; size: numb
  * untouched (no re-serialization, and the key order of the write, decision GAP-37).
  */
 export class RowsRepo {
+  /** PostgreSQL patches of a row by this process, one after another (PERF-51): the tail of each row's queue. */
+  readonly #patching = new Map<string, Promise<unknown>>();
+
   constructor(private readonly ctx: RepoContext) {}
 
   /** The row's JSON text; a never-written row reads as `{}`. */
@@ -138,10 +141,30 @@ export class RowsRepo {
       }
       return this.#patchLocked(key, fn, options.maxBytes);
     }
+    // This process's patches of one row wait for each other rather than race: only another instance's
+    // write can make the conditional write miss.
+    return this.#inRowOrder(rowKeyParams(key), () => this.#patchOptimistic(key, fn, options.maxBytes));
+  }
+
+  async #inRowOrder<T>(params: readonly string[], run: () => Promise<T>): Promise<T> {
+    const id = params.join('\u0000');
+    const before = this.#patching.get(id);
+    const mine = before ? before.then(run, run) : run();
+    const tail = mine.catch(() => undefined);
+    this.#patching.set(id, tail);
+    try {
+      return await mine;
+    } finally {
+      if (this.#patching.get(id) === tail) this.#patching.delete(id);
+    }
+  }
+
+  async #patchOptimistic(key: RowKey, fn: RowPatchFn, maxBytes: number): Promise<RowRecord> {
+    const db = this.ctx.db;
     const params = rowKeyParams(key);
     for (let attempt = 0; attempt < OPTIMISTIC_ATTEMPTS; attempt += 1) {
       const current = await db.get<{ body: string }>(`SELECT body FROM storage_rows WHERE ${ROW_KEY_WHERE}`, params);
-      const { body, size } = serialize(fn(parseStored(current?.body ?? EMPTY_ROW)), options.maxBytes);
+      const { body, size } = serialize(fn(parseStored(current?.body ?? EMPTY_ROW)), maxBytes);
       const now = this.ctx.clock.nowMs();
       const written = current
         ? await db.run(
@@ -157,7 +180,7 @@ export class RowsRepo {
       if (written.changes > 0) return { body, size, updatedAt: now };
     }
     // Many writers on this one row: wait for its lock instead of reading again and again.
-    return this.#patchLocked(key, fn, options.maxBytes);
+    return this.#patchLocked(key, fn, maxBytes);
   }
 
   /**
