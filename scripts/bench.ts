@@ -26,7 +26,10 @@
  *          --baseline <checkout> (adds the full stack of another checkout, e.g. a `git worktree` of main, as a
  *          target on the same data dir, and its cold start: a change measured against its base in one run),
  *          --files [--uploads <n>] (instead: the cost of one upload per blob store, scripts/bench/files.ts),
- *          --compiled <dist> (this checkout's service from `npm run build`'s output, as `npm start` runs it).
+ *          --compiled <dist> (this checkout's service from `npm run build`'s output, as `npm start` runs it),
+ *          --pg (the PostgreSQL run: no Prism, no cold start, the PostgreSQL columns' ratios to bare Express and
+ *          their CPU per request, the instances' and their PostgreSQL backends'), --pin (with the PostgreSQL
+ *          columns: each instance held to one core by taskset, and a "2 instances, one core" column).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -41,7 +44,14 @@ import { configFrom } from '../server/config.js';
 import { cpuMs, describeColdStart, measureColdStart, medianColdStart } from './bench/cold-start.js';
 import { probeCommitCost } from './bench/disk-probe.js';
 import { runFilesBench } from './bench/files.js';
-import { DEFAULT_BENCH_DATABASE_URL, type PostgresColumns, startPostgresColumns } from './bench/postgres.js';
+import {
+  DEFAULT_BENCH_DATABASE_URL,
+  PG_ONE,
+  PG_TWO,
+  PG_TWO_ONE_CORE,
+  type PostgresColumns,
+  startPostgresColumns,
+} from './bench/postgres.js';
 import { type BenchRun, type Cell, markdownTables, p99Ratio, type RatioDef, ratioOf, writeRun } from './bench/report.js';
 import { scoreSection } from './bench/scores.js';
 import type { BenchOperation, BenchSection } from './bench/section.js';
@@ -75,8 +85,15 @@ const { values: options } = parseArgs({
     // production, instead of the sources through tsx (PERF-33): tsx's transform and source maps cost start-up
     // time and memory that production never pays.
     compiled: { type: 'string' },
+    // The PostgreSQL run (PERF-52): the PostgreSQL columns against bare Express, with their CPU per request.
+    pg: { type: 'boolean', default: false },
+    pin: { type: 'boolean', default: false },
   },
 });
+if (options.pg) {
+  options['no-prism'] = true;
+  options['cold-starts'] = '0';
+}
 const DURATION = Number(options.duration);
 const WARMUP = Number(options.warmup);
 const CONNECTIONS = options.connections.split(',').map((c) => Number(c.trim()));
@@ -114,6 +131,10 @@ interface Target {
   /** The SQLite fixture's path rewritten onto this target's own fixture; null when it has none. */
   path(path: string): string | null;
   auth: string;
+  /** The target's own operations (its own fixture's paths and tokens), by name; else the SQLite ones mapped by `path`. */
+  operations?: Map<string, BenchOperation>;
+  /** CPU milliseconds spent so far by the target's database backends, when they can be found. */
+  databaseCpuMs?: () => Promise<number>;
 }
 
 const started = new Map<string, Started>();
@@ -169,8 +190,10 @@ function rssMb(pid: number): number {
   }
 }
 
-async function measure(target: Target, op: BenchOperation, connections: number): Promise<Cell | null> {
-  const path = target.path(op.path);
+async function measure(target: Target, shared: BenchOperation, connections: number): Promise<Cell | null> {
+  const own = target.operations?.get(shared.name);
+  const op = own ?? shared;
+  const path = own ? own.path : target.path(op.path);
   if (path === null || op.skip?.includes(target.name)) return null;
   const headers: Record<string, string> = { Authorization: target.auth, ...(op.body === undefined ? {} : { 'Content-Type': 'application/json' }), ...op.headers };
   const reasons = new Map<string, number>();
@@ -184,10 +207,12 @@ async function measure(target: Target, op: BenchOperation, connections: number):
         }
       }
     : undefined;
-  const spread = op.spread?.flatMap((s) => {
-    const own = target.path(s.path);
-    return own === null ? [] : [{ path: own, auth: s.auth }];
-  });
+  const spread = own
+    ? own.spread
+    : op.spread?.flatMap((s) => {
+        const mapped = target.path(s.path);
+        return mapped === null ? [] : [{ path: mapped, auth: s.auth }];
+      });
   let turn = 0;
   const setupRequest =
     spread && spread.length > 0 && spread.length === op.spread?.length
@@ -218,8 +243,10 @@ async function measure(target: Target, op: BenchOperation, connections: number):
   // The CPU the target's own processes spend is what the load generator and the neighbours cannot blur.
   const pids = [...started.values()].filter((s) => target.urls.includes(s.url)).map((s) => s.pid);
   const cpuBefore = pids.reduce((sum, pid) => sum + cpuMs(pid), 0);
+  const databaseBefore = (await target.databaseCpuMs?.()) ?? Number.NaN;
   const result = await run(DURATION);
   const cpuSpent = pids.reduce((sum, pid) => sum + cpuMs(pid), 0) - cpuBefore;
+  const databaseSpent = ((await target.databaseCpuMs?.()) ?? Number.NaN) - databaseBefore;
   const problems: string[] = [];
   if (result['2xx'] + result.non2xx === 0) problems.push(`no answer within the ${DURATION} s run`);
   if (result.non2xx > 0) problems.push(`${result.non2xx} non-2xx (${JSON.stringify(result.statusCodeStats)})`);
@@ -229,6 +256,7 @@ async function measure(target: Target, op: BenchOperation, connections: number):
   return {
     rps: served / result.duration,
     cpuMsPerRequest: pids.length && served ? cpuSpent / served : Number.NaN,
+    ...(target.databaseCpuMs ? { databaseCpuMsPerRequest: served ? databaseSpent / served : Number.NaN } : {}),
     p50: result.latency.p50,
     p99: result.latency.p99,
     failures: result.non2xx + result.errors + failed,
@@ -241,8 +269,6 @@ const fmtMs = (n: number) => `${Math.round(n * 10) / 10} ms`;
 
 const SQLITE = 'full stack, SQLite';
 const BASELINE = 'baseline checkout, SQLite';
-const PG_ONE = 'PostgreSQL, 1 instance';
-const PG_TWO = 'PostgreSQL, 2 instances';
 const BARE = 'bare Express';
 const PRISM = 'Prism mock';
 
@@ -348,6 +374,9 @@ async function main(): Promise<void> {
         sqlite: { rowPath, scorePath },
         freePort,
         startService: (name, port, env) => startTarget(name, SERVICE_ARGS, port, env, '/healthz'),
+        sections: SECTIONS,
+        keep: (name) => operations.some((o) => o.name === name),
+        pin: options.pin,
       });
       if ('skipped' in pgColumns) {
         postgresNote = `PostgreSQL columns left out: ${pgColumns.skipped}`;
@@ -393,6 +422,8 @@ async function main(): Promise<void> {
     if (options.baseline) ratios.push({ label: 'SQLite/baseline', of: SQLITE, to: BASELINE }, { label: 'baseline/bare', of: BASELINE, to: BARE });
     if (!options['no-prism']) ratios.push({ label: 'SQLite/Prism', of: SQLITE, to: PRISM });
     if (postgres) ratios.push({ label: 'PG 1/SQLite', of: PG_ONE, to: SQLITE }, { label: 'PG 2/PG 1', of: PG_TWO, to: PG_ONE });
+    if (postgres && options.pg) ratios.push({ label: 'PG 1/bare', of: PG_ONE, to: BARE }, { label: 'PG 2/bare', of: PG_TWO, to: BARE });
+    if (postgres && options.pin) ratios.push({ label: 'PG 2 one core/PG 1', of: PG_TWO_ONE_CORE, to: PG_ONE });
 
     const run: BenchRun = {
       started: startedAt.toISOString(),
@@ -419,8 +450,9 @@ async function main(): Promise<void> {
           const pid = started.get(target.name)?.pid;
           if (pid !== undefined) m.rssMbAfter = Math.round(rssMb(pid) * 10) / 10;
           perTarget[target.name] = m;
+          const database = m.databaseCpuMsPerRequest === undefined ? '' : ` (+ PostgreSQL ${m.databaseCpuMsPerRequest.toFixed(2)} ms)`;
           process.stderr.write(
-            `  ${op.name} on ${target.name}, ${conns} connections: ${fmtRps(m.rps)} req/s, p50 ${fmtMs(m.p50)}, p99 ${fmtMs(m.p99)}, CPU ${m.cpuMsPerRequest.toFixed(2)} ms/request, RSS after ${m.rssMbAfter ?? 'n/a'} MB${m.bad ? ` [${m.bad}]` : ''}\n`,
+            `  ${op.name} on ${target.name}, ${conns} connections: ${fmtRps(m.rps)} req/s, p50 ${fmtMs(m.p50)}, p99 ${fmtMs(m.p99)}, CPU ${m.cpuMsPerRequest.toFixed(2)} ms/request${database}, RSS after ${m.rssMbAfter ?? 'n/a'} MB${m.bad ? ` [${m.bad}]` : ''}\n`,
           );
         }
       }
@@ -463,7 +495,8 @@ async function main(): Promise<void> {
         return `${o.name} ${r === null ? 'n/a' : `${r.toFixed(1)}×`}`;
       })
       .join(', ')}`;
-    process.stdout.write(`\n${markdownTables(run, SQLITE, BARE)}\n${cold}\n\n${rss}\n\n${p99s}\n\n${run.machine}\n`);
+    const cpuColumns = postgres && options.pg ? postgres.columns.map((c) => c.name) : [];
+    process.stdout.write(`\n${markdownTables(run, SQLITE, BARE, cpuColumns)}\n${cold}\n\n${rss}\n\n${p99s}\n\n${run.machine}\n`);
     const written = writeRun(run, resolve(repoRoot, options.out));
     process.stdout.write(`\nWritten: ${written.json}, ${written.svg}\n`);
     if (flagged.length) {

@@ -76,6 +76,13 @@ const median = (xs: number[]): number => {
 try {
   const base = 20_000 + Math.floor(Math.random() * 20_000);
   const targets = [await start('this checkout', repoRoot, base), await start('other checkout', resolve(values.checkout), base + 1)];
+  // The row the PATCH replaces a member of (`--only PATCH` has no PUT before it to write one).
+  const seeded = await fetch(`${targets[0]?.url}${prepared.path}`, {
+    method: 'PUT',
+    headers: { Authorization: prepared.auth, 'Content-Type': 'application/json' },
+    body: BENCH_ROW,
+  });
+  if (seeded.status !== 204) throw new Error(`seeding the row answered ${seeded.status}`);
   process.stdout.write(`load average ${loadavg()[0]?.toFixed(2)} before\n`);
   for (const op of operations) {
     const drive = (url: string, seconds: number) =>

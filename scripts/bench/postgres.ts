@@ -3,10 +3,18 @@
  * on PostgreSQL with the shared blob store, as one instance and as two instances on one database, the load
  * spread over both (autocannon gives its connections to the URLs in turn, as a round-robin balancer would).
  *
+ * Each column holds its own fixture, made by the same sections as the SQLite one (so a score's submissions
+ * spread over as many members as on SQLite), and each instance names its connections
+ * (`application_name`), so the CPU its PostgreSQL backends spend is read from their own `/proc/<pid>/stat`
+ * beside the instances' own (PERF-52). With `pin` each instance is held to one core by `taskset`: one
+ * instance on CPU 0, the second on CPU 1, and a third, also on CPU 0, for the column "2 instances, one
+ * core", so one run shows what a second core gives a second instance (PERF-53).
+ *
  * The database is `--postgres <url>` (default: `BENCH_DATABASE_URL`, `TIS_TEST_DATABASE_URL`, or the test
  * database postgres://tis:tis@127.0.0.1:5432/tis_test); the bench works in a schema of its own and drops it.
  * When the database does not answer, the columns are skipped with the reason instead of failing the bench.
  */
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +23,8 @@ import pg from 'pg';
 import { buildServices } from '../../server/app.js';
 import { configFrom } from '../../server/config.js';
 import { createTool, launch, placeLocation } from '../../tests/server/harness.js';
+import { cpuMs } from './cold-start.js';
+import type { BenchOperation, BenchSection } from './section.js';
 
 export const DEFAULT_BENCH_DATABASE_URL =
   process.env['BENCH_DATABASE_URL'] || process.env['TIS_TEST_DATABASE_URL'] || 'postgres://tis:tis@127.0.0.1:5432/tis_test';
@@ -26,7 +36,15 @@ export interface StoreColumn {
   /** The bench's SQLite fixture path rewritten to this database's fixture (other IDs, same shape); null: none. */
   path(sqlitePath: string): string | null;
   auth: string;
+  /** The column's own operations (its fixture's paths, members and tokens), by operation name. */
+  operations: Map<string, BenchOperation>;
+  /** CPU milliseconds its instances' PostgreSQL backends have spent so far. */
+  databaseCpuMs(): Promise<number>;
 }
+
+export const PG_ONE = 'PostgreSQL, 1 instance';
+export const PG_TWO = 'PostgreSQL, 2 instances';
+export const PG_TWO_ONE_CORE = 'PostgreSQL, 2 instances, one core';
 
 export interface PostgresColumns {
   columns: StoreColumn[];
@@ -42,7 +60,13 @@ export interface PostgresColumnsOptions {
   sqlite: { rowPath: string; scorePath: string };
   freePort(): Promise<number>;
   /** Starts `server/main.ts` with this environment on this port, as the bench starts its other targets. */
-  startService(name: string, port: number, env: NodeJS.ProcessEnv): Promise<{ url: string }>;
+  startService(name: string, port: number, env: NodeJS.ProcessEnv): Promise<{ url: string; pid: number }>;
+  /** The bench's sections: each column's fixture is prepared by them, as the SQLite one is. */
+  sections: readonly BenchSection[];
+  /** The operations measured (by name); the others are not prepared. */
+  keep(name: string): boolean;
+  /** Holds each instance to one core with `taskset` and adds the "2 instances, one core" column. */
+  pin: boolean;
 }
 
 async function admin<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
@@ -86,6 +110,11 @@ export async function startPostgresColumns(options: PostgresColumnsOptions): Pro
     const tool = await createTool({ services });
     const quiz = await placeLocation({ services }, { app: tool.app.id, type: 'assessment', points: 10 });
     const student = await launch({ services }, { placed: quiz, groups: ['student'] });
+
+    const operations = new Map<string, BenchOperation>();
+    for (const section of options.sections) {
+      for (const op of await section.prepare({ services, student, placed: quiz })) if (options.keep(op.name)) operations.set(op.name, op);
+    }
     await services.blobs.close?.();
     await services.store.close();
 
@@ -97,29 +126,57 @@ export async function startPostgresColumns(options: PostgresColumnsOptions): Pro
       if (sqlitePath === options.sqlite.scorePath) return scorePath;
       return null;
     };
-    const env = (port: number): NodeJS.ProcessEnv => ({
-      NODE_ENV: 'production',
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      DATA_DIR: dataDir,
-      PUBLIC_URL: publicUrl,
-      RESPONSE_VALIDATION: 'false',
-      LOG_LEVEL: 'info',
-      DATABASE_URL: databaseUrl,
-      DATABASE_SCHEMA: schema,
-      BLOB_STORE: 'postgres',
-    });
-    const first = await options.startService('PostgreSQL instance 1', port1, env(port1));
-    const second = await options.startService('PostgreSQL instance 2', port2, env(port2));
-    const auth = student.auth;
-    return {
-      columns: [
-        { name: 'PostgreSQL, 1 instance', urls: [first.url], path, auth },
-        { name: 'PostgreSQL, 2 instances', urls: [first.url, second.url], path, auth },
-      ],
-      describe,
-      drop,
+    const env = (port: number, instance: number): NodeJS.ProcessEnv => {
+      const url = new URL(databaseUrl);
+      // Names the instance's connections, so their backends can be found in pg_stat_activity.
+      url.searchParams.set('application_name', `${schema}_${instance}`);
+      return {
+        NODE_ENV: 'production',
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        DATA_DIR: dataDir,
+        PUBLIC_URL: publicUrl,
+        RESPONSE_VALIDATION: 'false',
+        LOG_LEVEL: 'info',
+        DATABASE_URL: url.toString(),
+        DATABASE_SCHEMA: schema,
+        BLOB_STORE: 'postgres',
+      };
     };
+    const pinTo = (pid: number, cpu: number): void => {
+      // -a: every thread of the process (libuv's pool, V8's GC helpers), not only the main one.
+      execFileSync('taskset', ['-a', '-cp', String(cpu), String(pid)], { stdio: 'ignore' });
+    };
+    const first = await options.startService('PostgreSQL instance 1', port1, env(port1, 1));
+    const second = await options.startService('PostgreSQL instance 2', port2, env(port2, 2));
+    const auth = student.auth;
+    const backendsOf = (instances: number[]) => async (): Promise<number> => {
+      const names = instances.map((i) => `${schema}_${i}`);
+      const pids = await admin(databaseUrl, (c) =>
+        c.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = ANY($1)', [names]),
+      );
+      return pids.rows.reduce((sum, row) => sum + cpuMs(row.pid), 0);
+    };
+    const column = (name: string, urls: string[], instances: number[]): StoreColumn => ({
+      name,
+      urls,
+      path,
+      auth,
+      operations,
+      databaseCpuMs: backendsOf(instances),
+    });
+    const columns = [column(PG_ONE, [first.url], [1]), column(PG_TWO, [first.url, second.url], [1, 2])];
+    let pinned = '';
+    if (options.pin) {
+      const port3 = await options.freePort();
+      const third = await options.startService('PostgreSQL instance 3', port3, env(port3, 3));
+      pinTo(first.pid, 0);
+      pinTo(second.pid, 1);
+      pinTo(third.pid, 0);
+      columns.push(column(PG_TWO_ONE_CORE, [first.url, third.url], [1, 3]));
+      pinned = '; instances held by taskset: instance 1 and 3 on CPU 0, instance 2 on CPU 1 (PostgreSQL and the load generator unpinned)';
+    }
+    return { columns, describe: `${describe}${pinned}`, drop };
   } catch (err) {
     await drop();
     throw err;

@@ -14,6 +14,8 @@ export interface Cell {
   failures: number;
   /** CPU milliseconds the target's server processes spent per served request (NaN when unknown). */
   cpuMsPerRequest: number;
+  /** CPU milliseconds the target's database backends spent per served request (PostgreSQL columns). */
+  databaseCpuMsPerRequest?: number;
   bad: string | null;
   /**
    * RSS of the target's (first) process in MB right after this cell, so a run shows whether memory grows
@@ -64,7 +66,7 @@ const fmtMs = (n: number): string => `${Math.round(n * 10) / 10} ms`;
 const fmtRatio = (r: number | null): string => (r === null ? 'n/a' : `${r.toFixed(2)}×`);
 
 /** One Markdown table per connection count: req/s, p50, p99 per target, then the ratios. */
-export function markdownTables(run: BenchRun, p99Of: string, p99To: string): string {
+export function markdownTables(run: BenchRun, p99Of: string, p99To: string, cpuOf: readonly string[] = []): string {
   const out: string[] = [];
   for (const conns of run.options.connections) {
     const header = [
@@ -73,6 +75,8 @@ export function markdownTables(run: BenchRun, p99Of: string, p99To: string): str
       ...run.ratios.map((r) => r.label),
       'p99 full/bare',
       'CPU/req full',
+      // Per further target: its processes' CPU per request, and its database backends' after a +.
+      ...cpuOf.map((n) => `CPU/req ${n}`),
     ];
     out.push(`**${conns} connections**`, '', `| ${header.join(' | ')} |`, `|${header.map((_, i) => (i === 0 ? ' --- ' : ' ---: ')).join('|')}|`);
     for (const op of run.operations) {
@@ -85,7 +89,13 @@ export function markdownTables(run: BenchRun, p99Of: string, p99To: string): str
       const ratios = run.ratios.map((r) => fmtRatio(ratioOf(run, op, conns, r)));
       const cpu = row[p99Of]?.cpuMsPerRequest;
       const cpuCell = cpu === undefined || Number.isNaN(cpu) ? 'n/a' : `${cpu.toFixed(2)} ms`;
-      out.push(`| ${[op, ...cells, ...ratios, fmtRatio(p99Ratio(run, op, conns, p99Of, p99To)), cpuCell].join(' | ')} |`);
+      const more = cpuOf.map((n) => {
+        const m = row[n];
+        if (!m || Number.isNaN(m.cpuMsPerRequest)) return 'n/a';
+        const db = m.databaseCpuMsPerRequest;
+        return `${m.cpuMsPerRequest.toFixed(2)}${db === undefined || Number.isNaN(db) ? '' : ` + ${db.toFixed(2)}`} ms`;
+      });
+      out.push(`| ${[op, ...cells, ...ratios, fmtRatio(p99Ratio(run, op, conns, p99Of, p99To)), cpuCell, ...more].join(' | ')} |`);
     }
     out.push('');
   }

@@ -62,8 +62,9 @@ async function freePort(): Promise<number> {
 async function waitFor(url: string, what: string): Promise<void> {
   for (let tries = 0; ; tries += 1) {
     try {
-      await fetch(url);
-      return;
+      // The reference LMS listens before it is ready and answers 503 until then.
+      if ((await fetch(url)).status !== 503) return;
+      throw new Error('not ready');
     } catch {
       if (tries > 300) throw new Error(`${what} did not start`);
       await new Promise((r) => setTimeout(r, 200));

@@ -8,7 +8,8 @@ import {
   openStore,
   rowMaxBytes,
 } from '../../server/store/index.js';
-import type { JsonObject, RowKey } from '../../server/store/index.js';
+import type { JsonObject, RowKey, RowMemberSet, RowPatchFn } from '../../server/store/index.js';
+import { applyPatch, type PatchOperation } from '../../rules/json-patch.js';
 import { STORE_TARGETS, seedCourse, tempDir } from './helpers.js';
 
 const BIG = { maxBytes: SHARED_ROW_MAX_BYTES };
@@ -219,6 +220,91 @@ describe.each(STORE_TARGETS)('store.transaction ($name)', (target) => {
         await tx.provisioning.markProvisioned({ appId: c.appId, contextId: c.contextId });
       });
       expect(await store.rows.getRow(ctxKey)).toBe('{"n":1}');
+    } finally {
+      await done();
+    }
+  });
+
+  it('gives a one-member patch exactly the text the patch function gives, whichever way the store takes it (PERF-51)', async () => {
+    const { store, done } = await target.fresh();
+    try {
+      const c = await seedCourse(store);
+      // The handler's function: the patch applied by the rules, adds creating intermediate objects.
+      const patchFn =
+        (op: PatchOperation): RowPatchFn =>
+        (row) => {
+          const result = applyPatch(row, [op], { createIntermediates: true });
+          if (!result.ok) throw new Error(result.error.message);
+          return result.doc as JsonObject;
+        };
+      const set = (op: PatchOperation): RowMemberSet => ({
+        tokens: op.path.slice(1).split('/').map((t) => t.replace(/~1/g, '/').replace(/~0/g, '~')),
+        value: 'value' in op ? op.value : null,
+        mustExist: op.op === 'replace',
+      });
+      let deep: JsonObject['x'] = 1;
+      for (let i = 0; i < 1100; i += 1) deep = [deep];
+      const doc: JsonObject = {
+        '7': 'first',
+        progress: 3,
+        answers: { q1: 'b', q3: ['a', 'c'] },
+        big: 1e21,
+        small: 1e-7,
+        text: 'a\u0001"\\\ud800é\u2028',
+      };
+      const cases: Array<{ doc: JsonObject | null; op: PatchOperation }> = [
+        { doc, op: { op: 'replace', path: '/progress', value: 4 } },
+        { doc, op: { op: 'add', path: '/progress', value: { '2': 1, b: [1.5, null], c: 'ü' } } },
+        { doc, op: { op: 'add', path: '/new', value: { x: 12345678901234567000, y: -0.5e-300 } } },
+        { doc, op: { op: 'add', path: '/answers/q2', value: 'd' } },
+        { doc, op: { op: 'replace', path: '/answers/q1', value: null } },
+        { doc, op: { op: 'add', path: '/made/on/the/way', value: true } }, // intermediates: the general path
+        { doc, op: { op: 'add', path: '/3', value: 'an index-like name goes first' } },
+        { doc, op: { op: 'add', path: '/a"b', value: 1 } },
+        { doc, op: { op: 'add', path: '/a.b[0]', value: 1 } },
+        { doc, op: { op: 'add', path: '/__proto__', value: { polluted: true } } },
+        { doc, op: { op: 'add', path: '/answers/q3/-', value: 'e' } },
+        { doc: { ...doc, deep }, op: { op: 'replace', path: '/progress', value: 5 } },
+        { doc: null, op: { op: 'add', path: '/first', value: 1 } },
+      ];
+      const withSet: RowKey = { appId: c.appId, contextId: c.contextId, kind: 'context' };
+      const without: RowKey = { appId: c.appId, contextId: c.contextId, kind: 'member', memberId: c.studentMemberId };
+      for (const { doc: start, op } of cases) {
+        for (const key of [withSet, without]) {
+          if (start) await store.rows.putRow(key, start, BIG);
+          else await store.rows.deleteRow(key);
+        }
+        const expected = await store.rows.patchRow(without, patchFn(op), BIG);
+        const got = await store.rows.patchRow(withSet, patchFn(op), { ...BIG, memberSet: set(op) });
+        expect(got.body, `${op.op} ${op.path}`).toBe(expected.body);
+        expect(got.size).toBe(expected.size);
+        expect(await store.rows.getRow(withSet)).toBe(expected.body);
+        expect((await store.rows.getRecord(withSet))?.size).toBe(Buffer.byteLength(expected.body, 'utf8'));
+      }
+
+      // A replace of an absent member is the patch function's refusal, and the row stays as it was.
+      await store.rows.putRow(withSet, { a: 1 }, BIG);
+      if (target.name === 'sqlite') {
+        // On SQLite a plain member set is the one UPDATE: the patch function is not even called.
+        const unused: RowPatchFn = () => {
+          throw new Error('the patch function ran');
+        };
+        const one: PatchOperation = { op: 'replace', path: '/a', value: 2 };
+        expect((await store.rows.patchRow(withSet, unused, { ...BIG, memberSet: set(one) })).body).toBe('{"a":2}');
+        await store.rows.putRow(withSet, { a: 1 }, BIG);
+      }
+      const missing: PatchOperation = { op: 'replace', path: '/b', value: 2 };
+      await expect(store.rows.patchRow(withSet, patchFn(missing), { ...BIG, memberSet: set(missing) })).rejects.toThrow(
+        'path not found',
+      );
+      expect(await store.rows.getRow(withSet)).toBe('{"a":1}');
+      // Over the limit: refused with the size the result would have had, nothing written.
+      const small = { maxBytes: 64 };
+      const tooBig: PatchOperation = { op: 'add', path: '/s', value: 'x'.repeat(60) };
+      const err = await store.rows.patchRow(withSet, patchFn(tooBig), { ...small, memberSet: set(tooBig) }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(RowTooLargeError);
+      expect(err).toMatchObject({ size: Buffer.byteLength(JSON.stringify({ a: 1, s: 'x'.repeat(60) })), maxBytes: 64 });
+      expect(await store.rows.getRow(withSet)).toBe('{"a":1}');
     } finally {
       await done();
     }

@@ -11,10 +11,11 @@ import { Problem } from '../../http/problem.js';
 import type { Handlers } from '../../http/registry.js';
 import { withGuard } from '../../http/registry.js';
 import type { Services } from '../../http/services.js';
-import type { JsonObject, RowKey, RowKind, Store } from '../../store/index.js';
+import type { JsonObject, RowKey, RowKind, RowMemberSet, Store } from '../../store/index.js';
 import { InvalidRowBodyError, RowTooLargeError, rowMaxBytes } from '../../store/index.js';
 import { schemas } from '../../../generated/2026-09-21/schemas.js';
 import { applyPatch, validatePatchShape } from '../../../rules/json-patch.js';
+import { parsePointer } from '../../../rules/json-pointer.js';
 import { fillMessage } from '../../../rules/messages.js';
 import type { PatchOperation } from '../../../rules/json-patch.js';
 
@@ -147,7 +148,7 @@ async function patchRow({ services, guarded }: RowRequest, body: unknown, rules:
         }
         return next as JsonObject;
       },
-      { maxBytes },
+      { maxBytes, memberSet: memberSetOf(patch) },
     );
   } catch (err) {
     if (err instanceof PatchRefused) throw err.problem;
@@ -155,6 +156,18 @@ async function patchRow({ services, guarded }: RowRequest, body: unknown, rules:
     if (err instanceof InvalidRowBodyError) throw new Problem(422, 'patch_failed', err.message);
     throw err;
   }
+}
+
+/**
+ * A one-operation `add` or `replace` sets one member: the store may do that in a single statement
+ * (PERF-51), and falls back to running the patch whenever the row is not as that needs.
+ */
+function memberSetOf(patch: readonly PatchOperation[]): RowMemberSet | undefined {
+  const only = patch.length === 1 ? patch[0] : undefined;
+  if (!only || (only.op !== 'add' && only.op !== 'replace')) return undefined;
+  const pointer = parsePointer(only.path);
+  if (!pointer.ok || pointer.tokens.length === 0) return undefined;
+  return { tokens: pointer.tokens, value: only.value, mustExist: only.op === 'replace' };
 }
 
 type Ops = operations;

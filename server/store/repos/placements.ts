@@ -43,28 +43,33 @@ interface PlacementRow {
 
 const COLUMNS = 'id, app_id, context_id, location_id, resource_link, entry, line_item_id, created_at';
 
-/** `alias.column AS alias_column` for each of a repo's columns, so one joined row holds several records. */
-function aliased(alias: string, columns: string): string {
-  return columns
-    .split(',')
-    .map((c) => `${alias}.${c.trim()} AS ${alias}_${c.trim()}`)
-    .join(', ');
+/** Each record of the joined row: its alias, and its columns as `[alias_column, column]`. */
+const SCORED_PARTS = {
+  p: COLUMNS,
+  a: APP_COLUMNS,
+  c: CONTEXT_COLUMNS,
+  o: ORG_COLUMNS,
+  l: LOCATION_COLUMNS,
+  u: USER_COLUMNS,
+} as const;
+type ScoredAlias = keyof typeof SCORED_PARTS;
+const SCORED_NAMES = {} as Record<ScoredAlias, ReadonlyArray<readonly [string, string]>>;
+for (const alias of Object.keys(SCORED_PARTS) as ScoredAlias[]) {
+  SCORED_NAMES[alias] = SCORED_PARTS[alias].split(',').map((c) => [`${alias}_${c.trim()}`, c.trim()] as const);
 }
 
-const SCORED_SELECT = [
-  aliased('p', COLUMNS),
-  aliased('a', APP_COLUMNS),
-  aliased('c', CONTEXT_COLUMNS),
-  aliased('o', ORG_COLUMNS),
-  aliased('l', LOCATION_COLUMNS),
-  aliased('u', USER_COLUMNS),
-].join(', ');
+/** `alias.column AS alias_column` for each of a repo's columns, so one joined row holds several records. */
+const SCORED_SELECT = Object.entries(SCORED_NAMES)
+  .flatMap(([alias, names]) => names.map(([joined, column]) => `${alias}.${column} AS ${joined}`))
+  .join(', ');
 
-/** One record's columns out of a joined row, under their own names. */
-function part<T>(row: Record<string, unknown>, alias: string): T {
-  const prefix = `${alias}_`;
+/**
+ * One record's columns out of a joined row, under their own names: looked up by the names made once
+ * above, not found by testing every column of the row for the prefix (which was 1% of a score's CPU).
+ */
+function part<T>(row: Record<string, unknown>, alias: ScoredAlias): T {
   const out: Record<string, unknown> = {};
-  for (const key in row) if (key.startsWith(prefix)) out[key.slice(prefix.length)] = row[key];
+  for (const [joined, column] of SCORED_NAMES[alias]) out[column] = row[joined];
   return out as T;
 }
 
