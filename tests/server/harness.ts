@@ -19,12 +19,13 @@
  *   await server.stop();
  */
 import { randomUUID } from 'node:crypto';
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import type { Resolver } from '../../rules/endpoint-url.js';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunningService } from '../../server/app.js';
-import { openConfiguredStore, startService } from '../../server/app.js';
+import { createApp, openConfiguredStore, startService } from '../../server/app.js';
 import type { Config } from '../../server/config.js';
 import { configFrom } from '../../server/config.js';
 import type { ContractDefinition } from '../../server/http/pipeline.js';
@@ -393,7 +394,7 @@ export interface PlacedLocation {
 export async function placeLocation(server: Pick<TestServer, 'services'>, options: PlaceLocationOptions): Promise<PlacedLocation> {
   const { store, launches } = server.services;
   const inLms = !options.organization;
-  const organization = options.organization ? await store.organizations.upsert(options.organization) : await sandboxSchool(server, options.app);
+  const organization = options.organization ? await store.organizations.upsert(options.organization) : await whileServed(server, () => sandboxSchool(server, options.app));
   const organizationInput: OrganizationInput = {
     issuer: organization.issuer,
     client: organization.client,
@@ -415,7 +416,7 @@ export async function placeLocation(server: Pick<TestServer, 'services'>, option
       label: course?.label === undefined ? 'STAT 101' : course.label,
     });
   }
-  if (inLms) await ensureLmsCourse(server, options.app, context);
+  if (inLms) await whileServed(server, () => ensureLmsCourse(server, options.app, context));
   const type = options.type ?? 'assessment';
   const extid = options.extid ?? `${type}-${randomUUID().slice(0, 8)}`;
   // Keep the tool's other served locations visible: a locations response lists them all.
@@ -444,7 +445,7 @@ export async function placeLocation(server: Pick<TestServer, 'services'>, option
     // In the Sandbox's LMS the column is the LMS's, made with the placement's resource link below.
     ...(inLms ? { lineItem: false } : options.lineItem !== undefined ? { lineItem: options.lineItem } : {}),
   });
-  if (inLms && type === 'assessment' && (options.lineItem ?? true)) placement = await linkInLms(server, organization, context, placement);
+  if (inLms && type === 'assessment' && (options.lineItem ?? true)) placement = await whileServed(server, () => linkInLms(server, organization, context, placement));
   if (options.provisionContext ?? true) await store.provisioning.markProvisioned({ appId: options.app, contextId: context.id });
   if (options.provisionLocation ?? true) {
     await store.provisioning.markProvisioned({ appId: options.app, contextId: context.id, locationId: location.id });
@@ -509,6 +510,49 @@ export async function problemOf(response: Response): Promise<{ status: number; c
 // ---------------------------------------------------------------------------------------------------------
 // The Sandbox's LMS (decisions LTI-40 to LTI-48): the default school of `placeLocation`, through the same
 // functions the Sandbox uses (`server/sandbox/`), over the LMS's controls and its AGS.
+
+/** Services served for the time of a fixture's LMS calls (`whileServed`), with how many calls are under way. */
+const serving = new WeakMap<object, { users: number; listening: Promise<HttpServer> }>();
+
+/**
+ * Runs `work` with the service answering at its public URL. A harness server listens already. Bare services
+ * (`buildServices`, as the benches and the shutdown test make them, the service itself started later or
+ * in another process on the same data directory) listen here on the public URL's port for the time of
+ * the work: the Sandbox's LMS is the service itself at `{PUBLIC_URL}/lms` and registers through the
+ * service's `/lti/register` (LTI-40), so both must answer. What they make is stored (the service's store,
+ * the LMS's beside it, LTI-41), so the service started later finds it.
+ */
+async function whileServed<T>(server: Pick<TestServer, 'services'>, work: () => Promise<T>): Promise<T> {
+  if ('running' in server) return work();
+  const { services } = server;
+  let use = serving.get(services);
+  if (!use) {
+    const url = new URL(services.config.publicUrl);
+    const http = createHttpServer(createApp(services));
+    const listening = new Promise<HttpServer>((resolve, reject) => {
+      http.once('error', (err) => reject(new Error(`the harness could not serve ${url.origin} for the Sandbox's LMS: ${err.message}`)));
+      http.listen(Number(url.port || (url.protocol === 'https:' ? 443 : 80)), '127.0.0.1', () => resolve(http));
+    });
+    use = { users: 0, listening };
+    serving.set(services, use);
+  }
+  use.users += 1;
+  const current = use;
+  try {
+    await current.listening;
+    return await work();
+  } finally {
+    current.users -= 1;
+    if (current.users === 0) {
+      serving.delete(services);
+      const http = await current.listening.catch(() => null);
+      if (http) {
+        http.closeAllConnections();
+        await new Promise<void>((resolve) => http.close(() => resolve()));
+      }
+    }
+  }
+}
 
 /** The tool's Sandbox school: the deployment `sandbox-<app_id>` of the service's registration with its LMS. */
 export async function sandboxSchool(server: Pick<TestServer, 'services'>, appId: string): Promise<OrganizationRecord> {
@@ -585,11 +629,13 @@ export async function enrolInLms(
 ): Promise<void> {
   if (!isSandboxLmsSchool(server, placed.organization)) return;
   const lms = sandboxLmsClient(server.services);
-  await exists(() =>
-    lms.createUser({ sub, given_name: person.givenName ?? 'Ada', family_name: person.familyName ?? 'Lovelace', email: person.email ?? `${sub}@example.edu` }),
-  );
   const roles = groups.length === 0 ? [NO_GROUP_ROLE] : groups.map((g) => LIS_ROLE_OF_GROUP[g]);
-  await lms.enrol(placed.context.externalId, sub, roles);
+  await whileServed(server, async () => {
+    await exists(() =>
+      lms.createUser({ sub, given_name: person.givenName ?? 'Ada', family_name: person.familyName ?? 'Lovelace', email: person.email ?? `${sub}@example.edu` }),
+    );
+    await lms.enrol(placed.context.externalId, sub, roles);
+  });
 }
 
 export interface LmsGradebookScore {
