@@ -14,9 +14,19 @@ import type { GradeAttempt } from '../../client/tool/index.js';
 import { currentContractVersion } from '../../generated/index.js';
 import { normalizeLocationsResponse } from '../../rules/locations.js';
 import { openPicker, placeFromPicker } from '../../server/placements/index.js';
-import { ensureSandboxSchool } from '../../server/sandbox-lms/school.js';
 import type { ContextRecord, ProvisioningLevel } from '../../server/store/index.js';
-import { createTool, launch, startServer, type PlacedLocation, type TestServer, type Tool } from '../server/harness.js';
+import {
+  createTool,
+  ensureLmsCourse,
+  launch,
+  linkInLms,
+  readLmsGradebook,
+  sandboxSchool,
+  startServer,
+  type PlacedLocation,
+  type TestServer,
+  type Tool,
+} from '../server/harness.js';
 import { startMock } from '../mocks/launcher.js';
 import { runQuiz, startQuiz, type QuizProcess } from './quiz-process.js';
 
@@ -45,13 +55,14 @@ afterAll(async () => {
 });
 
 /**
- * A course at the tool's Sandbox school (whose gradebook the service serves, so scores land for real),
- * as an LMS launch would create it.
+ * A course at the tool's Sandbox school, a deployment of the service's in-process reference LMS (so scores
+ * land for real in its gradebook over AGS), as an LMS launch would create it, and the LMS's course.
  */
 async function newCourse(appId: string, name: string): Promise<ContextRecord> {
-  const { store, config } = server.services;
-  const school = await ensureSandboxSchool(store, appId, config.publicUrl);
-  return store.contexts.upsert({ organizationId: school.id, externalId: `course-${randomUUID()}`, name, label: 'STAT 101' });
+  const school = await sandboxSchool(server, appId);
+  const course = await server.services.store.contexts.upsert({ organizationId: school.id, externalId: `course-${randomUUID()}`, name, label: 'STAT 101' });
+  await ensureLmsCourse(server, appId, course);
+  return course;
 }
 
 function form(fields: Record<string, string>): RequestInit {
@@ -84,18 +95,20 @@ async function waitProvisioned(level: ProvisioningLevel): Promise<void> {
 /** Opens the picker in the course and places one of the quiz's locations, as an instructor would. */
 async function place(extid: string): Promise<PlacedLocation> {
   await openPicker(server.services, { appId: tool.app.id, contextId: course.id });
-  const outcome = await placeFromPicker(server.services, { appId: tool.app.id, contextId: course.id, extid });
+  // The LMS makes an assessment's gradebook column with its resource link, as a school's LMS does (LTI-15, LTI-45).
+  const outcome = await placeFromPicker(server.services, { appId: tool.app.id, contextId: course.id, extid, lineItem: false });
   expect(outcome.provisioning.error).toBeNull();
   await waitProvisioned({ appId: tool.app.id, contextId: course.id });
   await waitProvisioned({ appId: tool.app.id, contextId: course.id, locationId: outcome.location.id });
-  const school = await ensureSandboxSchool(server.services.store, tool.app.id, server.services.config.publicUrl);
+  const school = await sandboxSchool(server, tool.app.id);
+  const placement = outcome.placement.entry.type === 'assessment' ? await linkInLms(server, school, course, outcome.placement) : outcome.placement;
   return {
     appId: tool.app.id,
     organization: school,
     organizationInput: { issuer: school.issuer, client: school.client, deployment: school.deployment, title: school.title },
     context: course,
     location: outcome.location,
-    placement: outcome.placement,
+    placement,
   };
 }
 
@@ -244,7 +257,7 @@ describe("a student's launch of a graded quiz", () => {
     expect(resultHtml).toContain('id="sheet" href="');
 
     // The score was published: the tool's grade history (dashboard API) has one successful attempt, and
-    // the Sandbox school's gradebook holds the score.
+    // the gradebook of the Sandbox school's LMS holds the score.
     const history = await gradeHistory({ member_id: student.claims.user.member });
     expect(history).toHaveLength(1);
     expect(history[0]).toMatchObject({
@@ -254,9 +267,9 @@ describe("a student's launch of a graded quiz", () => {
       context: course.id,
       data: { comment: '1 of 2 correct', source_type: 'session', error: '' },
     });
-    const scores = await server.services.store.gradebook.listScoresForContext(course.id);
-    expect(scores.filter((s) => s.userId === student.user.id)).toEqual([
-      expect.objectContaining({ comment: '1 of 2 correct', activityProgress: 'Completed', gradingProgress: 'FullyGraded' }),
+    const book = await readLmsGradebook(server, course);
+    expect(book.columns.flatMap((c) => c.scores).filter((s) => s.member_id === student.member.id)).toEqual([
+      expect.objectContaining({ comment: '1 of 2 correct', activity_progress: 'Completed', grading_progress: 'FullyGraded' }),
     ]);
 
     // The launch token was a one-time ticket.

@@ -19,12 +19,13 @@
  *   await server.stop();
  */
 import { randomUUID } from 'node:crypto';
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import type { Resolver } from '../../rules/endpoint-url.js';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunningService } from '../../server/app.js';
-import { openConfiguredStore, startService } from '../../server/app.js';
+import { createApp, openConfiguredStore, startService } from '../../server/app.js';
 import type { Config } from '../../server/config.js';
 import { configFrom } from '../../server/config.js';
 import type { ContractDefinition } from '../../server/http/pipeline.js';
@@ -33,7 +34,13 @@ import type { Services } from '../../server/http/services.js';
 import type { LaunchClaims } from '../../server/launches/claims.js';
 import { isCurrentLaunchClaims } from '../../server/launches/claims.js';
 import type { LaunchOutcome, OrganizationInput } from '../../server/launches/service.js';
-import { ensureSandboxSchool } from '../../server/sandbox-lms/school.js';
+import { AGS_MEDIA_TYPES, AGS_SCOPE, MAX_ASSERTION_LIFETIME_SECONDS } from '../../server/lti/vocabulary.js';
+import { ensureSandbox } from '../../server/sandbox/courses.js';
+import { SandboxLmsControlError } from '../../server/sandbox/lms-client.js';
+import { ensureLmsLink, lmsGradebook } from '../../server/sandbox/lms-courses.js';
+import { sandboxLmsClient } from '../../server/sandbox/lms-registration.js';
+import { exists, sandboxDeploymentId, TRIAL_LIS_ROLES } from '../../server/sandbox/lms-sandbox.js';
+import { scoresUrl } from '../../server/scores/ags.js';
 import type {
   AppRecord,
   AppStatus,
@@ -352,7 +359,13 @@ export async function createTool(server: Pick<TestServer, 'services'>, options: 
 export interface PlaceLocationOptions {
   /** The tool's ID. */
   app: string;
-  /** Default: the tool's Sandbox school, whose gradebook the service serves (scores round-trip for real). */
+  /**
+   * Default: the tool's Sandbox school, the deployment `sandbox-<app_id>` of the service's in-process
+   * reference LMS (decision LTI-44): the course is made in that LMS too, an assessment's gradebook column
+   * is an LMS column (its AGS URL the placement's line item, LTI-45) and `launch()` enrols the person
+   * there, so scores round-trip for real over AGS. A school given here is the test's own: the placement
+   * is made as `launches.place` makes it, nothing in any LMS.
+   */
   organization?: OrganizationInput;
   /** An existing course, or the course to create/find by its LMS id. Default: a fresh course. */
   course?: { contextId: string } | { externalId: string; name?: string; label?: string | null };
@@ -379,13 +392,9 @@ export interface PlacedLocation {
 
 /** A location of the tool, placed in a course (with a gradebook column for an assessment). */
 export async function placeLocation(server: Pick<TestServer, 'services'>, options: PlaceLocationOptions): Promise<PlacedLocation> {
-  const { store, launches, config } = server.services;
-  let organization: OrganizationRecord;
-  if (options.organization) {
-    organization = await store.organizations.upsert(options.organization);
-  } else {
-    organization = await ensureSandboxSchool(store, options.app, config.publicUrl);
-  }
+  const { store, launches } = server.services;
+  const inLms = !options.organization;
+  const organization = options.organization ? await store.organizations.upsert(options.organization) : await whileServed(server, () => sandboxSchool(server, options.app));
   const organizationInput: OrganizationInput = {
     issuer: organization.issuer,
     client: organization.client,
@@ -407,6 +416,7 @@ export async function placeLocation(server: Pick<TestServer, 'services'>, option
       label: course?.label === undefined ? 'STAT 101' : course.label,
     });
   }
+  if (inLms) await whileServed(server, () => ensureLmsCourse(server, options.app, context));
   const type = options.type ?? 'assessment';
   const extid = options.extid ?? `${type}-${randomUUID().slice(0, 8)}`;
   // Keep the tool's other served locations visible: a locations response lists them all.
@@ -427,13 +437,15 @@ export async function placeLocation(server: Pick<TestServer, 'services'>, option
     description: location.description,
     points: location.points,
   };
-  const placement = await launches.place({
+  let placement = await launches.place({
     appId: options.app,
     contextId: context.id,
     locationId: location.id,
     entry,
-    ...(options.lineItem !== undefined ? { lineItem: options.lineItem } : {}),
+    // In the Sandbox's LMS the column is the LMS's, made with the placement's resource link below.
+    ...(inLms ? { lineItem: false } : options.lineItem !== undefined ? { lineItem: options.lineItem } : {}),
   });
+  if (inLms && type === 'assessment' && (options.lineItem ?? true)) placement = await whileServed(server, () => linkInLms(server, organization, context, placement));
   if (options.provisionContext ?? true) await store.provisioning.markProvisioned({ appId: options.app, contextId: context.id });
   if (options.provisionLocation ?? true) {
     await store.provisioning.markProvisioned({ appId: options.app, contextId: context.id, locationId: location.id });
@@ -458,11 +470,15 @@ export interface TestLaunch extends LaunchOutcome {
   auth: string;
 }
 
-/** A real launch of the placement by a user with the given groups. */
+/**
+ * A real launch of the placement by a user with the given groups. In the Sandbox's LMS the person is
+ * made and enrolled in the LMS course too (the LMS takes scores of enrolled people only).
+ */
 export async function launch(server: Pick<TestServer, 'services'>, options: LaunchOptions): Promise<TestLaunch> {
   const externalId = options.userExternalId ?? `person-${randomUUID()}`;
   const given = options.givenName ?? 'Ada';
   const family = options.familyName ?? 'Lovelace';
+  await enrolInLms(server, options.placed, externalId, options.groups ?? ['student'], { givenName: given, familyName: family, email: options.email });
   const outcome = await server.services.launches.launch({
     organization: options.placed.organizationInput,
     course: { contextId: options.placed.context.id },
@@ -489,4 +505,269 @@ export async function launch(server: Pick<TestServer, 'services'>, options: Laun
 export async function problemOf(response: Response): Promise<{ status: number; code: string; detail: string; body: Record<string, unknown> }> {
   const body = (await response.json()) as Record<string, unknown>;
   return { status: response.status, code: String(body['code']), detail: String(body['detail']), body };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The Sandbox's LMS (decisions LTI-40 to LTI-48): the default school of `placeLocation`, through the same
+// functions the Sandbox uses (`server/sandbox/`), over the LMS's controls and its AGS.
+
+/** Services served for the time of a fixture's LMS calls (`whileServed`), with how many calls are under way. */
+const serving = new WeakMap<object, { users: number; listening: Promise<HttpServer> }>();
+
+/**
+ * Runs `work` with the service answering at its public URL. A harness server listens already. Bare services
+ * (`buildServices`, as the benches and the shutdown test make them, the service itself started later or
+ * in another process on the same data directory) listen here on the public URL's port for the time of
+ * the work: the Sandbox's LMS is the service itself at `{PUBLIC_URL}/lms` and registers through the
+ * service's `/lti/register` (LTI-40), so both must answer. What they make is stored (the service's store,
+ * the LMS's beside it, LTI-41), so the service started later finds it.
+ */
+async function whileServed<T>(server: Pick<TestServer, 'services'>, work: () => Promise<T>): Promise<T> {
+  if ('running' in server) return work();
+  const { services } = server;
+  let use = serving.get(services);
+  if (!use) {
+    const url = new URL(services.config.publicUrl);
+    const http = createHttpServer(createApp(services));
+    const listening = new Promise<HttpServer>((resolve, reject) => {
+      http.once('error', (err) => reject(new Error(`the harness could not serve ${url.origin} for the Sandbox's LMS: ${err.message}`)));
+      http.listen(Number(url.port || (url.protocol === 'https:' ? 443 : 80)), '127.0.0.1', () => resolve(http));
+    });
+    use = { users: 0, listening };
+    serving.set(services, use);
+  }
+  use.users += 1;
+  const current = use;
+  try {
+    await current.listening;
+    return await work();
+  } finally {
+    current.users -= 1;
+    if (current.users === 0) {
+      serving.delete(services);
+      const http = await current.listening.catch(() => null);
+      if (http) {
+        http.closeAllConnections();
+        await new Promise<void>((resolve) => http.close(() => resolve()));
+      }
+    }
+  }
+}
+
+/** The tool's Sandbox school: the deployment `sandbox-<app_id>` of the service's registration with its LMS. */
+export async function sandboxSchool(server: Pick<TestServer, 'services'>, appId: string): Promise<OrganizationRecord> {
+  return (await ensureSandbox(server.services, appId)).school;
+}
+
+/** Whether a school is a deployment of the service's in-process Sandbox LMS. */
+export function isSandboxLmsSchool(server: Pick<TestServer, 'services'>, organization: Pick<OrganizationRecord, 'issuer'>): boolean {
+  return organization.issuer === server.services.sandboxLms.issuer();
+}
+
+/** LMS course IDs this process made, per LMS host: later placements in the course make no control call. */
+const lmsCourses = new WeakMap<object, Set<string>>();
+
+/**
+ * The LMS course of a course of the tool's Sandbox school, under its external ID (what the LMS's launches
+ * name as the context), made in the deployment `sandbox-<app_id>`. A 409 is a course already made; one of
+ * another deployment (another tool's school) is refused, since its columns would be another school's.
+ */
+export async function ensureLmsCourse(server: Pick<TestServer, 'services'>, appId: string, context: ContextRecord): Promise<void> {
+  const host = server.services.sandboxLms;
+  let made = lmsCourses.get(host);
+  if (!made) {
+    made = new Set();
+    lmsCourses.set(host, made);
+  }
+  if (made.has(context.externalId)) return;
+  const lms = sandboxLmsClient(server.services);
+  const deployment = sandboxDeploymentId(appId);
+  try {
+    // An LMS course always has a code; a course without a label takes its name as one in the LMS.
+    await lms.createCourse({ id: context.externalId, deployment_id: deployment, title: context.name, label: context.label ?? context.name });
+  } catch (err) {
+    if (!(err instanceof SandboxLmsControlError && err.status === 409)) throw err;
+    const found = await lms.course(context.externalId);
+    if (found.deployment_id !== deployment) throw new Error(`LMS course ${context.externalId} is of deployment ${found.deployment_id}, not ${deployment}`);
+  }
+  made.add(context.externalId);
+}
+
+/**
+ * The placement's LMS resource link with its gradebook column (`ensureLmsLink`, as the Sandbox places),
+ * the column's AGS URL stored as the placement's line item. The course must be in the LMS (`ensureLmsCourse`).
+ */
+export async function linkInLms(
+  server: Pick<TestServer, 'services'>,
+  school: OrganizationRecord,
+  context: ContextRecord,
+  placement: PlacementRecord,
+): Promise<PlacementRecord> {
+  return (await ensureLmsLink(server.services, school, context, placement)).placement;
+}
+
+/** The LIS role the Sandbox enrols a person of each group with (its trial users', LTI-11). */
+const LIS_ROLE_OF_GROUP: Readonly<Record<MemberGroup, string>> = {
+  instructor: TRIAL_LIS_ROLES.instructor,
+  assistant: TRIAL_LIS_ROLES.assistant,
+  manager: TRIAL_LIS_ROLES.manager,
+  student: TRIAL_LIS_ROLES.student_1,
+};
+/** LIS's Mentor maps to no group of the service (LTI-11): a member with no group is enrolled as one. */
+const NO_GROUP_ROLE = 'http://purl.imsglobal.org/vocab/lis/v2/membership#Mentor';
+
+/**
+ * Makes the person (`sub` = their LMS id) and enrols them in the placement's LMS course with the LIS roles
+ * of their groups, when the placement's school is the Sandbox's LMS; nothing otherwise. Idempotent.
+ */
+export async function enrolInLms(
+  server: Pick<TestServer, 'services'>,
+  placed: Pick<PlacedLocation, 'organization' | 'context'>,
+  sub: string,
+  groups: readonly MemberGroup[],
+  person: { givenName?: string; familyName?: string; email?: string | undefined } = {},
+): Promise<void> {
+  if (!isSandboxLmsSchool(server, placed.organization)) return;
+  const lms = sandboxLmsClient(server.services);
+  const roles = groups.length === 0 ? [NO_GROUP_ROLE] : groups.map((g) => LIS_ROLE_OF_GROUP[g]);
+  await whileServed(server, async () => {
+    await exists(() =>
+      lms.createUser({ sub, given_name: person.givenName ?? 'Ada', family_name: person.familyName ?? 'Lovelace', email: person.email ?? `${sub}@example.edu` }),
+    );
+    await lms.enrol(placed.context.externalId, sub, roles);
+  });
+}
+
+export interface LmsGradebookScore {
+  /** The member of the scored person in the course (null for a person the service does not know). */
+  member_id: string | null;
+  /** The LMS's `userId`: the person's LMS id. */
+  user_id: string;
+  score_given: number | null;
+  score_maximum: number | null;
+  comment: string | null;
+  activity_progress: string;
+  grading_progress: string;
+  timestamp: string;
+  received: string;
+}
+
+export interface LmsGradebookColumn {
+  /** The column's AGS URL: what a placement holds as its line item. */
+  line_item_id: string;
+  /** The placement holding the column, or null. */
+  placement_id: string | null;
+  label: string;
+  score_maximum: number;
+  scores: LmsGradebookScore[];
+}
+
+/**
+ * A course's gradebook as the Sandbox LMS holds it (`lmsGradebook`, what the Grades tab reads, LTI-48),
+ * every person's score with their member in the course: the harness's courses have more people than the
+ * Grades tab's five trial users.
+ */
+export async function readLmsGradebook(
+  server: Pick<TestServer, 'services'>,
+  context: Pick<ContextRecord, 'id' | 'externalId' | 'organizationId'>,
+): Promise<{ context_id: string; columns: LmsGradebookColumn[] }> {
+  const { store } = server.services;
+  const book = await lmsGradebook(server.services, context as ContextRecord);
+  const placements = await store.placements.listByContext(context.id);
+  const members = new Map<string, string | null>();
+  const memberOf = async (sub: string): Promise<string | null> => {
+    if (!members.has(sub)) {
+      const user = await store.users.findByExternal(context.organizationId, sub);
+      members.set(sub, user ? ((await store.members.find(context.id, user.id))?.id ?? null) : null);
+    }
+    return members.get(sub) ?? null;
+  };
+  const columns: LmsGradebookColumn[] = [];
+  for (const column of book.columns) {
+    const scores: LmsGradebookScore[] = [];
+    for (const s of column.scores) {
+      scores.push({
+        member_id: await memberOf(s.userId),
+        user_id: s.userId,
+        score_given: s.scoreGiven,
+        score_maximum: s.scoreMaximum,
+        comment: s.comment === '' ? null : s.comment,
+        activity_progress: s.activityProgress,
+        grading_progress: s.gradingProgress,
+        timestamp: s.timestamp,
+        received: s.received,
+      });
+    }
+    columns.push({
+      line_item_id: column.id,
+      placement_id: placements.find((p) => p.lineItemId === column.id)?.id ?? null,
+      label: column.label,
+      score_maximum: column.scoreMaximum,
+      scores,
+    });
+  }
+  return { context_id: context.id, columns };
+}
+
+/** The gradebook column of a placement and one member's score in it (null when the column holds none). */
+export async function lmsScoreOf(
+  server: Pick<TestServer, 'services'>,
+  placed: Pick<PlacedLocation, 'context' | 'placement'>,
+  memberId: string,
+): Promise<{ column: LmsGradebookColumn | undefined; score: LmsGradebookScore | null }> {
+  const book = await readLmsGradebook(server, placed.context);
+  const column = book.columns.find((c) => c.line_item_id === placed.placement.lineItemId);
+  return { column, score: column?.scores.find((s) => s.member_id === memberId) ?? null };
+}
+
+/**
+ * An AGS access token of the Sandbox LMS for the service's registration, asked as the publisher asks one
+ * (client credentials, a client assertion signed with the service's keys), for tests that speak AGS to
+ * the LMS themselves. Also answers the LMS URL's transport (where this process reaches it).
+ */
+export async function lmsAgsToken(
+  server: Pick<TestServer, 'services'>,
+  appId: string,
+  scopes: readonly string[] = [AGS_SCOPE.score],
+): Promise<{ token: string; fetch: (url: string, init?: RequestInit) => Promise<Response> }> {
+  const { services } = server;
+  const { registration } = (await ensureSandbox(services, appId)).lms;
+  const iat = Math.floor(Date.now() / 1000);
+  const assertion = await services.signer.sign({
+    iss: registration.clientId,
+    sub: registration.clientId,
+    aud: registration.tokenAudience ?? registration.tokenUrl,
+    iat,
+    exp: iat + MAX_ASSERTION_LIFETIME_SECONDS,
+    jti: randomUUID(),
+  });
+  const send = (url: string, init?: RequestInit) => fetch(services.sandboxLms.transport(url), init);
+  const res = await send(registration.tokenUrl, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+      client_assertion: assertion,
+      scope: scopes.join(' '),
+    }).toString(),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`the Sandbox LMS refused a token: ${res.status} ${text}`);
+  return { token: (JSON.parse(text) as { access_token: string }).access_token, fetch: send };
+}
+
+/** Puts a score in the LMS column as the LMS's AGS takes one (`userId` = the person's LMS id). */
+export async function postLmsScore(
+  server: Pick<TestServer, 'services'>,
+  appId: string,
+  lineItemUrl: string,
+  score: { userId: string; scoreGiven?: number; scoreMaximum?: number; timestamp: string; activityProgress?: string; gradingProgress?: string },
+): Promise<Response> {
+  const { token, fetch: send } = await lmsAgsToken(server, appId);
+  return send(scoresUrl(lineItemUrl), {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': AGS_MEDIA_TYPES.score },
+    body: JSON.stringify({ activityProgress: 'Completed', gradingProgress: 'FullyGraded', ...score }),
+  });
 }

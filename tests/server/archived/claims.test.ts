@@ -6,10 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NoSuchRequestError } from '../../../server/launches/claims.js';
-import { ensureSandboxSchool } from '../../../server/sandbox-lms/school.js';
-import type { MemberGroup } from '../../../server/store/index.js';
+import type { LocationRecord, MemberGroup } from '../../../server/store/index.js';
 import type { PlacedLocation, TestServer } from '../harness.js';
-import { placeLocation, startServer } from '../harness.js';
+import { ensureLmsCourse, linkInLms, placeLocation, sandboxSchool, startServer } from '../harness.js';
 import type { Version } from './helpers.js';
 import { call, hasSchema, launchAs, pinnedTool, schemaErrors, VERSIONS } from './helpers.js';
 
@@ -36,20 +35,25 @@ function expectOnlyValidUnder(version: Version, schema: string, claims: unknown,
   }
 }
 
+/**
+ * A stored location placed in a course of the tool's Sandbox school, with its gradebook column in the
+ * Sandbox's LMS as `placeLocation` makes one.
+ */
+async function placeInSandboxSchool(appId: string, location: LocationRecord, course: { externalId: string; label: string | null }): Promise<PlacedLocation> {
+  const { store, launches } = server.services;
+  const organization = await sandboxSchool(server, appId);
+  const context = await store.contexts.upsert({ organizationId: organization.id, externalId: course.externalId, name: 'Course', label: course.label });
+  await ensureLmsCourse(server, appId, context);
+  const placed = await launches.place({ appId, contextId: context.id, locationId: location.id, lineItem: false });
+  const placement = await linkInLms(server, organization, context, placed);
+  const organizationInput = { issuer: organization.issuer, client: organization.client, deployment: organization.deployment, title: organization.title };
+  return { appId, organization, organizationInput, context, location, placement };
+}
+
 /** A location stored through the management API (as 2026-08-19 tools have them), placed in a course. */
 async function placeStored(appId: string, params: Record<string, string>): Promise<PlacedLocation> {
-  const { store, launches, config } = server.services;
-  const organization = await ensureSandboxSchool(store, appId, config.publicUrl);
-  const context = await store.contexts.upsert({ organizationId: organization.id, externalId: `c-${appId}`, name: 'Course', label: null });
-  const location = await store.locations.createStored(appId, { type: 'assessment', label: 'Week 3 quiz', params });
-  const placement = await launches.place({ appId, contextId: context.id, locationId: location.id });
-  const organizationInput = {
-    issuer: organization.issuer,
-    client: organization.client,
-    deployment: organization.deployment,
-    title: organization.title,
-  };
-  return { appId, organization, organizationInput, context, location, placement };
+  const location = await server.services.store.locations.createStored(appId, { type: 'assessment', label: 'Week 3 quiz', params });
+  return placeInSandboxSchool(appId, location, { externalId: `c-${appId}`, label: null });
 }
 
 describe.each(VERSIONS)('a tool pinned to %s', (version: Version) => {
@@ -178,12 +182,7 @@ describe('2026-08-25 claims, one by one', () => {
 });
 
 async function placeStoredById(appId: string, locationId: string): Promise<PlacedLocation> {
-  const { store, launches, config } = server.services;
-  const organization = await ensureSandboxSchool(store, appId, config.publicUrl);
-  const context = await store.contexts.upsert({ organizationId: organization.id, externalId: `c2-${appId}`, name: 'Course', label: 'C 1' });
-  const location = await store.locations.get(locationId);
+  const location = await server.services.store.locations.get(locationId);
   if (!location) throw new Error('no location');
-  const placement = await launches.place({ appId, contextId: context.id, locationId });
-  const organizationInput = { issuer: organization.issuer, client: organization.client, deployment: organization.deployment, title: organization.title };
-  return { appId, organization, organizationInput, context, location, placement };
+  return placeInSandboxSchool(appId, location, { externalId: `c2-${appId}`, label: 'C 1' });
 }

@@ -1,12 +1,12 @@
 /**
  * Launch-keyed grades over real HTTP under both archived contracts (contract, Submit a grade / Read a
  * grade; decisions NS-19, S-13, S-15, GAP-42, GAP-43): one grade per launch with re-sync, publication
- * through the real publisher to the Sandbox gradebook, every message of the archived error table, another
+ * through the real publisher to the gradebook of the tool's Sandbox LMS school (over AGS, LTI-48), every message of the archived error table, another
  * tool's launch and grade indistinguishable from unknown ones, and the 2026-08-25 Test-tab trial.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PlacedLocation, TestServer } from '../harness.js';
-import { placeLocation, startServer } from '../harness.js';
+import { lmsScoreOf, placeLocation, readLmsGradebook, startServer } from '../harness.js';
 import type { Archived } from './helpers.js';
 import { ARCHIVED, call, expectProblem, expectValid, launchAs, pinnedTool } from './helpers.js';
 
@@ -61,9 +61,8 @@ describe.each(ARCHIVED)('grades under %s', (version: Archived) => {
     expect(read.body).toEqual(second.body);
 
     // The gradebook column holds the latest score (0.9 of the column's 20 points).
-    const scores = await server.services.store.gradebook.listScoresForContext(quiz.context.id);
-    const mine = scores.find((s) => s.userId === student.user.id);
-    expect(mine).toMatchObject({ scoreGiven: 18, scoreMaximum: 20, activityProgress: 'Submitted', gradingProgress: 'Pending' });
+    const { score: mine } = await lmsScoreOf(server, quiz, student.member.id);
+    expect(mine).toMatchObject({ score_given: 18, score_maximum: 20, activity_progress: 'Submitted', grading_progress: 'Pending' });
     // Each publication is in the grade history as an attempt of the member at the location (S-13).
     const history = await server.services.store.attempts.list({ appId: tool.appId, memberId: student.member.id });
     expect(history.items.map((a) => [a.score, a.status, a.sourceType, a.submitted])).toEqual(
@@ -81,8 +80,8 @@ describe.each(ARCHIVED)('grades under %s', (version: Archived) => {
       const student = await launchAs(server, placed);
       const ok = await call('POST', grades(), { auth: own.auth, body: { launch_id: student.launch.id, score: 0.85, max_score: 50 } });
       expect(ok.body).toMatchObject({ sync_status: 'synced', max_score: 50 });
-      const column = await server.services.store.gradebook.findLineItemByPlacement(placed.placement.id);
-      expect(column?.scoreMaximum).toBe(50);
+      const { column } = await lmsScoreOf(server, placed, student.member.id);
+      expect(column?.score_maximum).toBe(50);
 
       // A school whose LMS key withholds the line-item scope (its first token already says so, S-23).
       const withheld = await pinnedTool(server, version);
@@ -186,6 +185,8 @@ describe.each(ARCHIVED)('grades under %s', (version: Archived) => {
     // Nothing written, nothing published.
     expect(await server.services.store.launchGrades.getByLaunch(trial.launch.id)).toBeNull();
     expect(await history()).toBe(0);
-    expect(await server.services.store.gradebook.listScoresForContext(sandboxCourse.id)).toEqual([]);
+    const book = await readLmsGradebook(server, sandboxCourse);
+    expect(book.columns.length).toBeGreaterThan(0);
+    expect(book.columns.flatMap((c) => c.scores)).toEqual([]);
   });
 });

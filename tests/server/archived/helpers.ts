@@ -9,6 +9,7 @@ import { expect } from 'vitest';
 import type { LaunchOutcome } from '../../../server/launches/service.js';
 import type { MemberGroup } from '../../../server/store/index.js';
 import type { PlacedLocation, TestServer } from '../harness.js';
+import { enrolInLms } from '../harness.js';
 
 const addFormats = addFormatsModule.default;
 
@@ -64,13 +65,15 @@ export interface ArchivedLaunch extends LaunchOutcome {
   auth: string;
 }
 
-/** A real launch through the launch service; the claims follow the tool's pin. */
+/** A real launch through the launch service (as `launch()` of the harness); the claims follow the tool's pin. */
 export async function launchAs(
   server: Pick<TestServer, 'services'>,
   placed: PlacedLocation,
   groups: readonly MemberGroup[] = ['student'],
   userExternalId = `person-${randomUUID()}`,
 ): Promise<ArchivedLaunch> {
+  // In the Sandbox's LMS the person is enrolled in the LMS course too, so their grades are taken.
+  await enrolInLms(server, placed, userExternalId, groups);
   const outcome = await server.services.launches.launch({
     organization: placed.organizationInput,
     course: { contextId: placed.context.id },

@@ -4,11 +4,10 @@
  * score comment holding it is refused by its own rule, any other text the service would store is refused
  * as `unstorable_text` (422), and JSON rows keep it (JSON escapes it as `\u0000`).
  */
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AGS_MEDIA_TYPES, AGS_SCOPES, sandboxClientId, sandboxTokenUrl } from '../../../server/sandbox-lms/school.js';
 import type { PlacedLocation, TestLaunch, TestServer, Tool } from '../harness.js';
 import { createTool, launch, placeLocation, problemOf, startServer } from '../harness.js';
+import { pinnedTool } from '../archived/helpers.js';
 
 let server: TestServer;
 let tool: Tool;
@@ -53,32 +52,16 @@ describe('U+0000 in what a caller sends', () => {
     expect(await (await fetch(row, { headers: { Authorization: student.auth } })).json()).toEqual({ 'k\u0000': 'v\u0000' });
   });
 
-  it('in other stored text (a Sandbox gradebook line item) answers 422 unstorable_text', async () => {
-    const publicUrl = server.services.config.publicUrl;
-    const client = sandboxClientId(tool.app.id);
-    const iat = Math.floor(Date.now() / 1000);
-    const assertion = await server.services.signer.sign({ iss: client, sub: client, aud: sandboxTokenUrl(publicUrl), iat, exp: iat + 300, jti: randomUUID() });
-    const tokenResponse = await fetch(`${server.url}/sandbox-lms/token`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({
-        grant_type: 'client_credentials',
-        client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
-        client_assertion: assertion,
-        scope: AGS_SCOPES.lineItem,
-      }).toString(),
-    });
-    expect(tokenResponse.status).toBe(200);
-    const { access_token: token } = (await tokenResponse.json()) as { access_token: string };
-    const created = await fetch(`${server.url}/sandbox-lms/contexts/${quiz.context.id}/lineitems`, {
-      method: 'POST',
-      headers: { Authorization: `Bearer ${token}`, 'Content-Type': AGS_MEDIA_TYPES.lineItem },
-      body: JSON.stringify({ scoreMaximum: 10, label: 'Bonus\u0000' }),
-    });
+  it("in other stored text (a location's label, which names its gradebook column) answers 422 unstorable_text", async () => {
+    // The Sandbox's gradebook is its LMS's now (LTI-48), not the service's store: the label of a location a
+    // tool stores through the management API is the service's text a gradebook column is named after.
+    const pinned = await pinnedTool(server, '2026-08-25');
+    const created = await fetch(`${server.url}/v1/apps/me/locations`, json(pinned.auth, 'POST', { extid: 'bonus', type: 'assessment', label: 'Bonus\u0000' }));
     expect(await problemOf(created)).toMatchObject({
       status: 422,
       code: 'unstorable_text',
       detail: 'text containing the NUL character (U+0000) cannot be stored',
     });
+    expect((await server.services.store.locations.listForApp(pinned.appId)).filter((l) => l.extid === 'bonus')).toEqual([]);
   });
 });

@@ -6,8 +6,7 @@
  * 2026-08-25 `POST /v1/grades`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readSandboxGradebook } from '../../../server/sandbox-lms/gradebook.js';
-import { placeLocation, startServer, type TestServer } from '../harness.js';
+import { lmsScoreOf, placeLocation, startServer, type TestServer } from '../harness.js';
 import { answer, startToolServer, type ToolServer } from '../outbound/fixtures.js';
 import { caller, createBuilder, platformToken, register, type Builder } from '../dashboard/helpers.js';
 import { call, launchAs, pinnedTool } from '../archived/helpers.js';
@@ -126,10 +125,9 @@ describe('the archived 2026-08-25 POST /v1/grades follows the same rule (H-03)',
     expect(first.body).toMatchObject({ sync_status: 'synced', max_score: 50 });
     const second = await call('POST', grades, { auth: pinned.auth, body: { launch_id: student.launch.id, score: 0.5 } });
     expect(second.body).toMatchObject({ sync_status: 'synced', max_score: null });
-    const context = await server.services.store.contexts.get(placed.context.id);
-    const book = await readSandboxGradebook(server.services.store, context!, () => 'student_1');
-    const column = book.columns.find((c) => c.line_item_id === placed.placement.lineItemId);
+    // The LMS's gradebook (the tool's Sandbox school is a deployment of the Sandbox's LMS).
+    const { column, score } = await lmsScoreOf(server, placed, student.member.id);
     expect(column?.score_maximum).toBe(50);
-    expect(column?.scores.find((s) => s.member_id === student.member.id)).toMatchObject({ score_given: 25, score_maximum: 50 });
+    expect(score).toMatchObject({ score_given: 25, score_maximum: 50 });
   });
 });

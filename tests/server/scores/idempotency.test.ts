@@ -1,12 +1,12 @@
 /**
- * `Idempotency-Key` on score submissions (decision H-07), over real HTTP with publication to the Sandbox
- * gradebook: the same key and request within 24 hours answer the first attempt and publish nothing again;
+ * `Idempotency-Key` on score submissions (decision H-07), over real HTTP with publication to the gradebook
+ * of the tool's Sandbox LMS school (LTI-48): the same key and request within 24 hours answer the first attempt and publish nothing again;
  * the same key with another request is 422; without the header every call publishes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AttemptRecord } from '../../../server/store/index.js';
 import type { PlacedLocation, TestLaunch, TestServer, Tool } from '../harness.js';
-import { createTool, launch, placeLocation, startServer } from '../harness.js';
+import { createTool, launch, lmsScoreOf, placeLocation, startServer } from '../harness.js';
 
 let server: TestServer;
 let tool: Tool;
@@ -39,7 +39,7 @@ async function attempts(placed: PlacedLocation): Promise<AttemptRecord[]> {
 
 describe('Idempotency-Key on score submissions (H-07)', () => {
   it('the same key and body answer the first attempt again and publish nothing', async () => {
-    const { placed, url } = await course();
+    const { placed, student, url } = await course();
     const first = await post(url, { score: 0.7, comment: 'first' }, 'attempt-1');
     expect(first.status).toBe(200);
     expect(first.headers.get('idempotent-replayed')).toBeNull();
@@ -50,8 +50,9 @@ describe('Idempotency-Key on score submissions (H-07)', () => {
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(await again.json()).toEqual(firstBody);
     expect(await attempts(placed)).toHaveLength(1);
-    const book = await server.services.store.gradebook.getLineItem(placed.placement.lineItemId ?? '');
-    expect(book).not.toBeNull();
+    // The LMS's column holds the one publication: the first attempt's score and timestamp.
+    const { score } = await lmsScoreOf(server, placed, student.member.id);
+    expect(score).toMatchObject({ score_given: 7, comment: 'first', timestamp: firstBody.submitted });
   });
 
   it('the same key with a different body (or URL) is 422 and publishes nothing', async () => {

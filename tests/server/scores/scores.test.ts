@@ -1,14 +1,15 @@
 /**
  * Submit a score over real HTTP against the real service (harness: real SQLite, response validation ON),
- * publishing for real to the Sandbox gradebook: both URL forms, both credentials, the permission rules
+ * publishing for real over AGS to the gradebook of the tool's Sandbox LMS school (the in-process reference
+ * LMS, decisions LTI-44 to LTI-48): both URL forms, both credentials, the permission rules
  * (Authentication rules 5 and 6; decisions S-04, GAP-21, GAP-23, NS-16, NS-21), every message of the
  * contract's grade error table, the attempt record, and the publication outcomes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readSandboxGradebook } from '../../../server/sandbox-lms/gradebook.js';
+import { AGS_SCOPE } from '../../../server/lti/vocabulary.js';
 import type { AttemptRecord } from '../../../server/store/index.js';
 import type { PlacedLocation, TestLaunch, TestServer, Tool } from '../harness.js';
-import { createTool, launch, placeLocation, problemOf, startServer } from '../harness.js';
+import { createTool, launch, lmsAgsToken, lmsScoreOf, placeLocation, postLmsScore, problemOf, startServer } from '../harness.js';
 import { ManualClock } from '../../store/helpers.js';
 
 let server: TestServer;
@@ -89,13 +90,9 @@ async function attemptsOf(placed: PlacedLocation, memberId?: string): Promise<At
   return out;
 }
 
-async function gradebookScore(placed: PlacedLocation, memberId: string) {
-  const context = await server.services.store.contexts.get(placed.context.id);
-  if (!context) throw new Error('no context');
-  // Every member gets a role here: the harness's courses have more people than the Sandbox's five.
-  const book = await readSandboxGradebook(server.services.store, context, () => 'student_1');
-  const column = book.columns.find((c) => c.line_item_id === placed.placement.lineItemId);
-  return { column, score: column?.scores.find((s) => s.member_id === memberId) ?? null };
+/** The placement's column in the LMS gradebook and the member's score in it. */
+function gradebookScore(placed: PlacedLocation, memberId: string) {
+  return lmsScoreOf(server, placed, memberId);
 }
 
 describe('submit a score: success and the attempt', () => {
@@ -467,31 +464,38 @@ describe('submit a score: publication outcomes', () => {
 
   it("answers an LMS refusal (a stale timestamp) with 200 failed and the LMS's answer", async () => {
     const placed = await placeLocation(server, { app: tool.app.id, course: { contextId: quiz.context.id } });
-    const future = (Date.now() + 3_600_000) * 1000;
-    await server.services.store.gradebook.putScore({
-      lineItemId: placed.placement.lineItemId ?? '',
-      userId: student.user.id,
+    // The LMS's column already holds a score of the student stamped an hour ahead.
+    const future = new Date(Date.now() + 3_600_000).toISOString();
+    const planted = await postLmsScore(server, tool.app.id, placed.placement.lineItemId ?? '', {
+      userId: student.user.externalId,
       scoreGiven: 1,
       scoreMaximum: 100,
-      activityProgress: 'Completed',
-      gradingProgress: 'FullyGraded',
-      timestampUs: future,
+      timestamp: future,
     });
+    expect(planted.status).toBe(204);
     const attempt = await attemptOf(await post(contextsUrl(placed, student.member.id), apiKeyAuth(), { score: 0.5 }));
     expect(attempt.status).toBe('failed');
     expect(attempt.data.response?.status).toBe(409);
-    expect(JSON.parse(attempt.data.response?.body ?? '{}')).toMatchObject({ status: 409, code: 'stale_timestamp' });
-    expect(attempt.data.error).toMatch(/^the LMS refused the score \(HTTP 409\): score timestamp \S+ is not later than the last score's timestamp /);
+    expect(JSON.parse(attempt.data.response?.body ?? '{}')).toMatchObject({ error: 'conflict' });
+    expect(attempt.data.error).toMatch(
+      new RegExp(`^the LMS refused the score \\(HTTP 409\\): conflict: line item \\S+ already holds a score for ${student.user.externalId} with a timestamp as new or newer$`),
+    );
+    // The column keeps the LMS's newer score.
+    expect((await gradebookScore(placed, student.member.id)).score).toMatchObject({ score_given: 1, timestamp: future });
     expect((await attemptsOf(placed, student.member.id)).map((a) => a.id)).toEqual([attempt.id]);
   });
 
   it('answers a deleted gradebook column with 200 failed and the 404', async () => {
     const placed = await placeLocation(server, { app: tool.app.id, course: { contextId: quiz.context.id } });
-    await server.services.store.gradebook.deleteLineItem(placed.placement.lineItemId ?? '');
+    // Deleted in the LMS (AGS DELETE on the line item), as a teacher deletes a column.
+    const lineItemUrl = placed.placement.lineItemId ?? '';
+    const { token, fetch: send } = await lmsAgsToken(server, tool.app.id, [AGS_SCOPE.lineItem]);
+    expect((await send(lineItemUrl, { method: 'DELETE', headers: { Authorization: `Bearer ${token}` } })).status).toBe(204);
     const attempt = await attemptOf(await post(accountUrl(placed, student.member.id), student.auth, { score: 0.5 }));
     expect(attempt).toMatchObject({ status: 'failed', data: { response: { status: 404 } } });
+    const lmsLineItemId = decodeURIComponent(new URL(lineItemUrl).pathname.split('/').pop() ?? '');
     expect(attempt.data.error).toBe(
-      `the LMS refused the score (HTTP 404): line item ${placed.placement.lineItemId} not found in context ${placed.context.id}`,
+      `the LMS refused the score (HTTP 404): not_found: line item ${lmsLineItemId} not found in course ${placed.context.externalId}`,
     );
   });
 
