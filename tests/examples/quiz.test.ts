@@ -96,7 +96,7 @@ async function waitProvisioned(level: ProvisioningLevel): Promise<void> {
 async function place(extid: string): Promise<PlacedLocation> {
   await openPicker(server.services, { appId: tool.app.id, contextId: course.id });
   // The LMS makes an assessment's gradebook column with its resource link, as a school's LMS does (LTI-15, LTI-45).
-  const outcome = await placeFromPicker(server.services, { appId: tool.app.id, contextId: course.id, extid, lineItem: false });
+  const outcome = await placeFromPicker(server.services, { appId: tool.app.id, contextId: course.id, extid });
   expect(outcome.provisioning.error).toBeNull();
   await waitProvisioned({ appId: tool.app.id, contextId: course.id });
   await waitProvisioned({ appId: tool.app.id, contextId: course.id, locationId: outcome.location.id });

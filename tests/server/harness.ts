@@ -442,9 +442,8 @@ export async function placeLocation(server: Pick<TestServer, 'services'>, option
     contextId: context.id,
     locationId: location.id,
     entry,
-    // In the Sandbox's LMS the column is the LMS's, made with the placement's resource link below.
-    ...(inLms ? { lineItem: false } : options.lineItem !== undefined ? { lineItem: options.lineItem } : {}),
   });
+  // In the Sandbox's LMS the column is the LMS's, made with the placement's resource link.
   if (inLms && type === 'assessment' && (options.lineItem ?? true)) placement = await whileServed(server, () => linkInLms(server, organization, context, placement));
   if (options.provisionContext ?? true) await store.provisioning.markProvisioned({ appId: options.app, contextId: context.id });
   if (options.provisionLocation ?? true) {

@@ -44,7 +44,7 @@ async function placeInSandboxSchool(appId: string, location: LocationRecord, cou
   const organization = await sandboxSchool(server, appId);
   const context = await store.contexts.upsert({ organizationId: organization.id, externalId: course.externalId, name: 'Course', label: course.label });
   await ensureLmsCourse(server, appId, context);
-  const placed = await launches.place({ appId, contextId: context.id, locationId: location.id, lineItem: false });
+  const placed = await launches.place({ appId, contextId: context.id, locationId: location.id });
   const placement = await linkInLms(server, organization, context, placed);
   const organizationInput = { issuer: organization.issuer, client: organization.client, deployment: organization.deployment, title: organization.title };
   return { appId, organization, organizationInput, context, location, placement };

@@ -47,7 +47,6 @@ function platformsSeenBy(seen: (url: string, init: RequestInit) => void, change:
 function publisherSeenBy(seen: (url: string, init: RequestInit) => void, change?: (p: LmsPlatform) => Partial<LmsPlatform>): Publisher {
   return createDefaultPublisher({
     signer: server.services.signer,
-    publicUrl: server.services.config.publicUrl,
     schools: platformsSeenBy(seen, change),
   });
 }
