@@ -107,6 +107,10 @@ export async function createReferenceLms(options: ReferenceLmsOptions): Promise<
       if (basePath !== '' && url.pathname !== basePath && !url.pathname.startsWith(`${basePath}/`)) return false;
       const path = url.pathname.slice(basePath.length) || '/';
       try {
+        // U+0000 anywhere the LMS would look a value up is refused as in bodies (`readJson`, `readForm`).
+        if (/%00/.test(path) || [...url.searchParams].some(([key, value]) => key.includes('\0') || value.includes('\0'))) {
+          throw new LmsError(400, 'invalid_request', 'text may not contain the character U+0000');
+        }
         await route(req, res, path, url.searchParams);
       } catch (err) {
         if (res.headersSent) {

@@ -22,7 +22,7 @@ import {
   updateCourse,
 } from './courses.js';
 import { deploymentSettingsJson, putDeploymentSettings } from './deployment-settings.js';
-import { bearer, isObject, LmsError, readJson, sendEmpty, sendJson, stringField } from './http.js';
+import { bearer, isObject, LmsError, readJson, sendEmpty, sendJson, stringField, textField } from './http.js';
 import { issueDeepLinkingLaunch, issueResourceLinkLaunch } from './launch.js';
 import { listCourses, listUsers } from './lists.js';
 import type { LmsSettings, Platform } from './platform.js';
@@ -145,7 +145,7 @@ const ROUTES: [string, RegExp, Route][] = [
         ...(id !== undefined ? { id } : {}),
         deployment_id: stringField(b, 'deployment_id', true),
         title: stringField(b, 'title', true),
-        label: stringField(b, 'label', true),
+        label: textField(b, 'label') ?? '',
       });
       sendJson(res, 201, await courseJson(p, course));
     },
@@ -158,7 +158,7 @@ const ROUTES: [string, RegExp, Route][] = [
     async (p, req, res, m) => {
       const b = await body(req);
       const title = stringField(b, 'title');
-      const label = stringField(b, 'label');
+      const label = textField(b, 'label');
       const course = await updateCourse(p, decodeURIComponent(m[1] ?? ''), { ...(title !== undefined ? { title } : {}), ...(label !== undefined ? { label } : {}) });
       sendJson(res, 200, await courseJson(p, course));
     },
@@ -169,7 +169,7 @@ const ROUTES: [string, RegExp, Route][] = [
     async (p, req, res, m) => {
       const b = await body(req);
       const title = stringField(b, 'title');
-      const label = stringField(b, 'label');
+      const label = textField(b, 'label');
       const deployment = stringField(b, 'deployment_id');
       const id = stringField(b, 'id');
       const copy = await copyCourse(p, decodeURIComponent(m[1] ?? ''), {

@@ -41,11 +41,26 @@ export async function readJson(req: IncomingMessage, ...types: string[]): Promis
   const accepted = types.length > 0 ? types : ['application/json'];
   if (!accepted.includes(type)) throw new LmsError(415, 'invalid_request', `Content-Type must be ${accepted.join(' or ')}`);
   const raw = await readBody(req);
+  let nul = false;
+  let parsed: unknown;
   try {
-    return JSON.parse(raw) as unknown;
+    parsed = JSON.parse(raw, (key, value: unknown) => {
+      if (key.includes('\0') || (typeof value === 'string' && value.includes('\0'))) nul = true;
+      return value;
+    });
   } catch {
     throw new LmsError(400, 'invalid_request', 'the request body is not JSON');
   }
+  if (nul) throw nulRefused();
+  return parsed;
+}
+
+/**
+ * U+0000 is refused in any text the LMS is sent: PostgreSQL cannot store it in a text column, and an LMS
+ * that took it on one store and failed on the other would answer differently by where it keeps its data.
+ */
+function nulRefused(): LmsError {
+  return new LmsError(400, 'invalid_request', 'text may not contain the character U+0000');
 }
 
 /** A form body (`application/x-www-form-urlencoded`); a field sent twice counts as absent. */
@@ -53,7 +68,9 @@ export async function readForm(req: IncomingMessage): Promise<Record<string, str
   if (mediaType(req) !== 'application/x-www-form-urlencoded') {
     throw new LmsError(415, 'invalid_request', 'Content-Type must be application/x-www-form-urlencoded');
   }
-  return singleValues(new URLSearchParams(await readBody(req)));
+  const form = singleValues(new URLSearchParams(await readBody(req)));
+  for (const [key, value] of Object.entries(form)) if (key.includes('\0') || value.includes('\0')) throw nulRefused();
+  return form;
 }
 
 export function singleValues(params: URLSearchParams): Record<string, string> {
@@ -117,6 +134,17 @@ export function bearer(req: IncomingMessage): string | null {
 
 export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * A text field that may be empty: a course's label, which LTI makes optional (an empty label is a course
+ * without one, and its launches carry no `label` in the context claim). Absent or null is `undefined`.
+ */
+export function textField(body: Record<string, unknown>, name: string): string | undefined {
+  const value = body[name];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') throw new LmsError(400, 'invalid_request', `${name} must be a string`);
+  return value;
 }
 
 export function stringField(body: Record<string, unknown>, name: string, required: true): string;

@@ -265,7 +265,8 @@ async function launchClaims(platform: Platform, registration: RegistrationRow, m
     [`${LTI_CLAIM}roles`]: platform.profile.rolesClaim(roles),
     [`${LTI_CLAIM}context`]: {
       id: course.id,
-      label: course.label,
+      // LTI's context label is optional: a course without one sends none.
+      ...(course.label !== '' ? { label: course.label } : {}),
       title: course.title,
       type: ['http://purl.imsglobal.org/vocab/lis/v2/course#CourseOffering'],
     },

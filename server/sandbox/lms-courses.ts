@@ -57,6 +57,7 @@ export async function ensureLmsCopy(services: Services, parent: ContextRecord, c
     lms.copyCourse(parent.externalId, {
       id: copy.externalId,
       title: copy.name,
+      // A copy without a label is an LMS course without one (not its parent's).
       label: copy.label ?? '',
       with_links: false,
       with_enrolments: true,

@@ -224,7 +224,9 @@ export class AgsPublisher implements Publisher {
     if (!first.ok) return { outcome: first.outcome };
     const response = await call(first.token.accessToken);
     if (response.status !== 401 || !first.fromCache) return { response };
-    this.forget(first.token);
+    // An LMS that refuses one cached token has most likely dropped every token it issued this client (a
+    // restart, a lost store): retrying with another cached one would fail alike, so all of them go.
+    this.forgetClient(platform.tokenUrl, platform.clientId);
     const second = await this.token(platform, scopes);
     if (!second.ok) return { outcome: second.outcome };
     return { response: await call(second.token.accessToken) };
@@ -241,12 +243,6 @@ export class AgsPublisher implements Publisher {
 
   private cacheKey(platform: LmsPlatform, scopes: readonly string[]): string {
     return `${platform.tokenUrl}\n${platform.clientId}\n${[...scopes].sort().join(' ')}`;
-  }
-
-  private forget(token: CachedToken): void {
-    for (const [key, cached] of this.tokens) {
-      if (cached.accessToken === token.accessToken) this.tokens.delete(key);
-    }
   }
 
   private async token(platform: LmsPlatform, scopes: readonly string[]): Promise<TokenResult> {

@@ -189,6 +189,14 @@ describe.each(LMS_DIALECTS)('on %s', (dialect) => {
       expect(claims[`${LTI}context`]).toMatchObject({ title: 'Biology 101 (renamed)', label: 'BIO-101-2027S' });
     });
 
+    it('keeps a course without a label (LTI makes it optional): its launches carry no context label', async () => {
+      const c = await w.course();
+      await w.controlJson('PATCH', `/courses/${c.courseId}`, { label: '' });
+      const claims = await w.launchClaims(await w.launchUrl(c.linkId, c.sub));
+      expect(claims[`${LTI}context`]).not.toHaveProperty('label');
+      expect(claims[`${LTI}context`]).toHaveProperty('title');
+    });
+
     it('copies a course with its links and columns, and its launches carry Context.id.history', async () => {
       const c = await w.course();
       const copy = await w.controlJson<{ id: string; history: string[]; resource_links: { id: string; line_items: { id: string }[] }[] }>('POST', `/courses/${c.courseId}/copies`, { label: 'BIO-101-2027S', with_enrolments: true });
@@ -376,6 +384,12 @@ describe.each(LMS_DIALECTS)('on %s', (dialect) => {
       expect((await fetch(item.id, { headers })).status).toBe(404);
       const bad = await fetch(container, { method: 'POST', headers, body: JSON.stringify({ label: 'x', scoreMaximum: -1 }) });
       expect(bad.status).toBe(422);
+      // U+0000 is refused alike on both stores (PostgreSQL's text cannot hold it), in bodies and in URLs.
+      const nul = await fetch(container, { method: 'POST', headers, body: JSON.stringify({ label: 'Essay\u0000', scoreMaximum: 20 }) });
+      expect(nul.status).toBe(400);
+      expect(await nul.json()).toMatchObject({ error: 'invalid_request', error_description: 'text may not contain the character U+0000' });
+      expect((await fetch(`${container}?tag=%00`, { headers })).status).toBe(400);
+      expect((await fetch(`${container}/%00`, { headers })).status).toBe(400);
     });
   });
 

@@ -264,6 +264,16 @@ describe('the whole flow', () => {
     // A copy of the copy names the copy; a reset takes every copy away.
     const second = await builder.call<Json>('POST', `/apps/${appId}/sandbox/copies`, { parent_context: copy, course: { name: 'Next term', label: 'SANDBOX-2027S' } });
     expect(second.body).toMatchObject({ parent_context: copy, course: { name: 'Next term', label: 'SANDBOX-2027S' } });
+    // A copy without a label is a course without one, in the service and in the LMS (not the parent's label).
+    const unlabelled = await builder.call<Json>('POST', `/apps/${appId}/sandbox/copies`, { parent_context: copy, course: { name: 'No label' } });
+    expect(unlabelled.status).toBe(201);
+    expect(unlabelled.body).toMatchObject({ course: { name: 'No label', label: null } });
+    const unlabelledId = String(unlabelled.body['context']);
+    const lmsUnlabelled = await sandboxLmsClient(server.services).course((await server.services.store.contexts.get(unlabelledId))?.externalId ?? '');
+    expect(lmsUnlabelled).toMatchObject({ title: 'No label', label: '' });
+    const inUnlabelled = await builder.call<Placement>('POST', `/apps/${appId}/sandbox/placements`, { extid: 'quiz-1', context_id: unlabelledId });
+    await provisioned(appId, unlabelledId);
+    expect(await launchAs(appId, inUnlabelled.body.id, 'student_1')).toMatchObject({ context: unlabelledId, course: { name: 'No label', label: null } });
     expect((await builder.call('POST', `/apps/${appId}/sandbox/reset`)).status).toBe(204);
     expect((await builder.call<{ copies: Json[] }>('GET', `/apps/${appId}/sandbox`)).body.copies).toEqual([]);
     expectProblem(await builder.call('GET', `/apps/${appId}/sandbox/placements?context_id=${copy}`), 404, 'sandbox_context_not_found', `context ${copy} is not a Sandbox course of app ${appId}`);

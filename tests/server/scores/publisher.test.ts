@@ -262,6 +262,21 @@ describe('AGS publisher → the Sandbox LMS', () => {
     expect(seen.map((r) => `${r.method} ${last(r.url)}`)).toEqual(['POST scores', 'POST token', 'POST scores']);
   });
 
+  it('drops every cached token of the client after a 401, so the retry asks for a fresh one and succeeds', async () => {
+    const c = await course(20);
+    // Two cached tokens of one client: the score scope alone, and the score plus line-item scopes.
+    const seen: Array<{ method: string; url: string }> = [];
+    const fresh = publisherSeenBy((url, init) => seen.push({ method: init.method ?? 'GET', url }));
+    expect((await fresh.publish(publication(c))).status).toBe('success');
+    expect((await fresh.publish(publication(c, { maxScore: 20 }))).status).toBe('success');
+    expect(seen.filter((r) => last(r.url) === 'token')).toHaveLength(2);
+    await (await server.services.sandboxLms.ready()).platform.db.run('DELETE FROM lms_access_tokens');
+    seen.length = 0;
+    const again = await fresh.publish(publication(c));
+    expect(again.status, JSON.stringify(again)).toBe('success');
+    expect(seen.map((r) => `${r.method} ${last(r.url)}`)).toEqual(['POST scores', 'POST token', 'POST scores']);
+  });
+
   it('leaves a school without a grade service failed', async () => {
     const c = await course();
     const school = await server.services.store.organizations.upsert({ issuer: 'https://lms.example.edu', client: 'c1', deployment: 'd1', title: 'Elsewhere' });
