@@ -271,7 +271,9 @@ describe('the whole flow', () => {
     const unlabelledId = String(unlabelled.body['context']);
     const lmsUnlabelled = await sandboxLmsClient(server.services).course((await server.services.store.contexts.get(unlabelledId))?.externalId ?? '');
     expect(lmsUnlabelled).toMatchObject({ title: 'No label', label: '' });
+    await builder.call('POST', `/apps/${appId}/sandbox/picker`, { context_id: unlabelledId });
     const inUnlabelled = await builder.call<Placement>('POST', `/apps/${appId}/sandbox/placements`, { extid: 'quiz-1', context_id: unlabelledId });
+    expect(inUnlabelled.status, JSON.stringify(inUnlabelled.body)).toBe(201);
     await provisioned(appId, unlabelledId);
     expect(await launchAs(appId, inUnlabelled.body.id, 'student_1')).toMatchObject({ context: unlabelledId, course: { name: 'No label', label: null } });
     expect((await builder.call('POST', `/apps/${appId}/sandbox/reset`)).status).toBe(204);
