@@ -10,7 +10,10 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import type { JWTPayload } from 'jose';
+import { placeFromPicker } from '../../../server/placements/index.js';
+import type { PlacementOutcome } from '../../../server/placements/index.js';
 import { copySandboxCourse, ensureSandbox } from '../../../server/sandbox/index.js';
+import { ensureLmsLink } from '../../../server/sandbox/lms-courses.js';
 import type { AppSettingsPatch, Clock, ContextRecord, MemberGroup, MemberRecord, UserRecord } from '../../../server/store/index.js';
 import type { TestServer } from '../harness.js';
 
@@ -202,4 +205,21 @@ export async function verifyToken(server: TestServer, token: string, appId: stri
   const jwks = createRemoteJWKSet(new URL(`${server.url}/.well-known/jwks.json`));
   const { payload } = await jwtVerify(token, jwks, { issuer: server.url, audience: appId, algorithms: ['RS256'] });
   return payload as JWTPayload & Record<string, unknown>;
+}
+
+/**
+ * Places one location of the course's last picker answer as the Sandbox does (LTI-45): the picker's
+ * placement, then, in a Sandbox course, its resource link in the Sandbox's LMS, whose gradebook column is
+ * an assessment's line item. A course of another school is placed by the picker alone.
+ */
+export async function placeFromSandboxPicker(
+  server: TestServer,
+  input: { appId: string; contextId: string; extid: string; label?: string },
+): Promise<PlacementOutcome> {
+  const outcome = await placeFromPicker(server.services, input);
+  const { school } = await ensureSandbox(server.services, input.appId);
+  const context = await server.services.store.contexts.get(input.contextId);
+  if (!context || context.organizationId !== school.id) return outcome;
+  const { placement } = await ensureLmsLink(server.services, school, context, outcome.placement);
+  return { ...outcome, placement };
 }

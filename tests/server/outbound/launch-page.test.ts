@@ -14,7 +14,7 @@ import { claimErrors } from '../core/claims-schema.js';
 import type { TestServer, Tool } from '../harness.js';
 import { createTool, startServer } from '../harness.js';
 import type { Route, ToolServer } from './fixtures.js';
-import { answer, memberOf, realCourse, sandboxCourse, setUrls, startToolServer, TestClock, verifyToken } from './fixtures.js';
+import { answer, memberOf, placeFromSandboxPicker, realCourse, sandboxCourse, setUrls, startToolServer, TestClock, verifyToken } from './fixtures.js';
 
 const clock = new TestClock();
 let server: TestServer;
@@ -54,7 +54,7 @@ async function setup(options: { status?: 'draft' | 'active'; real?: boolean; ext
   });
   const course = options.real ? await realCourse(server) : await sandboxCourse(server, tool.app.id);
   await openPicker(server.services, { appId: tool.app.id, contextId: course.id });
-  const placed = await placeFromPicker(server.services, { appId: tool.app.id, contextId: course.id, extid: options.extid ?? 'quiz-1' });
+  const placed = await placeFromSandboxPicker(server, { appId: tool.app.id, contextId: course.id, extid: options.extid ?? 'quiz-1' });
   return { tool, course, placed };
 }
 

@@ -14,7 +14,7 @@ import { claimErrors } from '../core/claims-schema.js';
 import type { TestServer, Tool } from '../harness.js';
 import { createTool, startServer } from '../harness.js';
 import type { ToolServer } from './fixtures.js';
-import { answer, closedPort, memberOf, realCourse, sandboxCourse, setUrls, startToolServer, verifyToken } from './fixtures.js';
+import { answer, closedPort, memberOf, placeFromSandboxPicker, realCourse, sandboxCourse, setUrls, startToolServer, verifyToken } from './fixtures.js';
 
 const TIMEOUT_MS = 400;
 
@@ -344,7 +344,7 @@ describe('what opening the picker records', () => {
   it('a reused extid retargets its placements: the location changes, the placement keeps its copy', async () => {
     body = JSON.stringify({ locations: { 'week-1': { type: 'assessment', label: 'Week 1 quiz', points: 20 } } });
     await open();
-    const placed = await placeFromPicker(server.services, { appId: own.app.id, contextId: ownCourse.id, extid: 'week-1' });
+    const placed = await placeFromSandboxPicker(server, { appId: own.app.id, contextId: ownCourse.id, extid: 'week-1' });
     expect(placed.placement.entry).toMatchObject({ extid: 'week-1', type: 'assessment', label: 'Week 1 quiz', points: 20 });
 
     body = JSON.stringify({ locations: { 'week-1': { type: 'content', label: 'Week 1 reading', points: 20 } } });

@@ -13,7 +13,7 @@ import { claimErrors } from '../core/claims-schema.js';
 import type { TestServer, Tool } from '../harness.js';
 import { createTool, startServer } from '../harness.js';
 import type { RecordedRequest, Route, ToolServer } from './fixtures.js';
-import { answer, sandboxCourse, setUrls, startToolServer, TestClock, verifyToken } from './fixtures.js';
+import { answer, placeFromSandboxPicker, sandboxCourse, setUrls, startToolServer, TestClock, verifyToken } from './fixtures.js';
 
 const clock = new TestClock();
 let server: TestServer;
@@ -51,7 +51,7 @@ async function newTool(provisionUrl: string | null = toolServer.url('/provision'
 
 async function place(tool: Tool, course: ContextRecord, extid = 'quiz-1'): Promise<PlacementOutcome> {
   await openPicker(server.services, { appId: tool.app.id, contextId: course.id });
-  return placeFromPicker(server.services, { appId: tool.app.id, contextId: course.id, extid });
+  return placeFromSandboxPicker(server, { appId: tool.app.id, contextId: course.id, extid });
 }
 
 function provisionRequests(since: number): RecordedRequest[] {
@@ -78,7 +78,8 @@ describe('a placement provisions at once', () => {
       location: { extid: 'quiz-1', type: 'assessment', label: 'Week 1 quiz', points: 20 },
       provisioning: { context: 'pending', location: 'pending', error: null },
     });
-    expect(placed.placement.lineItemId).toMatch(/^lit_/);
+    // An assessment's line item is its column in the Sandbox's LMS (LTI-45).
+    expect(placed.placement.lineItemId).toMatch(new RegExp(`^${server.services.sandboxLms.issuer()}/.+/lineitems/`));
 
     const sent = provisionRequests(since);
     expect(sent).toHaveLength(2);
