@@ -15,9 +15,9 @@
  * This is the only reader left of the S-12 gradebook's tables (`store.gradebook`): a course's columns and
  * latest scores are carried into the LMS's gradebook through the LMS's AGS, as a tool's grade is.
  */
-import { randomUUID } from 'node:crypto';
 import type { Services } from '../http/services.js';
-import { AGS_MEDIA_TYPES, AGS_SCOPE, MAX_ASSERTION_LIFETIME_SECONDS, PLACEMENT_PARAMETER } from '../lti/vocabulary.js';
+import { clientCredentialsForm } from '../lti/client-credentials.js';
+import { AGS_MEDIA_TYPES, AGS_SCOPE, PLACEMENT_PARAMETER } from '../lti/vocabulary.js';
 import { scoresUrl } from '../scores/ags.js';
 import type { ContextRecord, GradebookScoreRecord, LineItemRecord, LtiRegistrationRecord, OrganizationRecord, PlacementRecord } from '../store/index.js';
 import { UniqueViolationError } from '../store/index.js';
@@ -210,24 +210,11 @@ async function postScore(services: Services, column: string, sub: string, score:
 
 /** An AGS access token of the service's registration with its LMS, with the score scope, as the publisher asks one. */
 async function agsToken(services: Services, registration: LtiRegistrationRecord): Promise<string> {
-  const iat = Math.floor(services.clock.nowMs() / 1000);
-  const assertion = await services.signer.sign({
-    iss: registration.clientId,
-    sub: registration.clientId,
-    aud: registration.tokenAudience ?? registration.tokenUrl,
-    iat,
-    exp: iat + MAX_ASSERTION_LIFETIME_SECONDS,
-    jti: randomUUID(),
-  });
+  const form = await clientCredentialsForm(services.signer, services.clock, { clientId: registration.clientId, audience: registration.tokenAudience ?? registration.tokenUrl }, [AGS_SCOPE.score]);
   const res = await fetch(services.sandboxLms.transport(registration.tokenUrl), {
     method: 'POST',
     headers: { 'Content-Type': 'application/x-www-form-urlencoded', Accept: 'application/json' },
-    body: new URLSearchParams({
-      grant_type: 'client_credentials',
-      client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
-      client_assertion: assertion,
-      scope: AGS_SCOPE.score,
-    }).toString(),
+    body: form.toString(),
     signal: AbortSignal.timeout(10_000),
   });
   const text = await res.text();

@@ -14,17 +14,15 @@
  * attempt at once; the tool decides whether to submit again, and every resubmission carries a later
  * timestamp so it supersedes. This keeps a struggling LMS from receiving a storm of retries.
  */
-import { randomUUID } from 'node:crypto';
-import { AGS_MEDIA_TYPES, AGS_SCOPE as AGS_SCOPES, MAX_ASSERTION_LIFETIME_SECONDS } from '../lti/vocabulary.js';
+import type { AssertionSigner } from '../lti/client-credentials.js';
+import { clientCredentialsForm } from '../lti/client-credentials.js';
+import { AGS_MEDIA_TYPES, AGS_SCOPE as AGS_SCOPES } from '../lti/vocabulary.js';
 import type { Clock } from '../store/index.js';
 import type { LmsExchange, LmsPlatform, LmsRegistry } from './lms-registry.js';
 import type { LmsResponse, Publication, PublicationOutcome, Publisher } from './publisher.js';
 import { failed } from './publisher.js';
 
-/** What the publisher needs of the service's signer (`server/signing/signer.ts`). */
-export interface AssertionSigner {
-  sign(claims: Record<string, unknown>): Promise<string>;
-}
+export type { AssertionSigner };
 
 export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
 
@@ -266,21 +264,7 @@ export class AgsPublisher implements Publisher {
   }
 
   private async requestToken(platform: LmsPlatform, scopes: readonly string[], key: string): Promise<TokenResult> {
-    const iat = Math.floor(this.clock.nowMs() / 1000);
-    const assertion = await this.signer.sign({
-      iss: platform.clientId,
-      sub: platform.clientId,
-      aud: platform.assertionAudience ?? platform.tokenUrl,
-      iat,
-      exp: iat + MAX_ASSERTION_LIFETIME_SECONDS,
-      jti: randomUUID(),
-    });
-    const form = new URLSearchParams({
-      grant_type: 'client_credentials',
-      client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
-      client_assertion: assertion,
-      scope: scopes.join(' '),
-    });
+    const form = await clientCredentialsForm(this.signer, this.clock, { clientId: platform.clientId, audience: platform.assertionAudience ?? platform.tokenUrl }, scopes);
     let response: LmsResponse;
     try {
       response = await this.send(platform, platform.tokenUrl, {
