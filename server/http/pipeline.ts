@@ -34,7 +34,7 @@ export interface AnyHandler {
 
 /** One served contract: its bundled spec, its operations table and one handler per operation. */
 export interface ContractDefinition {
-  /** The contract date, or the name of a non-contract API (e.g. `sandbox-lms`). */
+  /** The contract date, or the name of a non-contract API (e.g. `dashboard`). */
   version: string;
   /** The bundled OpenAPI document (`generated/<contract>/openapi.json`); the validator reads a copy. */
   spec: Record<string, unknown>;
