@@ -104,7 +104,17 @@ export async function prepareColdStartStore(): Promise<{ dataDir: string; path: 
   const dataDir = mkdtempSync(join(tmpdir(), 'tis-cold-'));
   const services = await buildServices(configFrom({ dataDir, publicUrl: 'http://127.0.0.1:1', logLevel: 'silent' }));
   const tool = await createTool({ services });
-  const quiz = await placeLocation({ services }, { app: tool.app.id, type: 'assessment', points: 10 });
+  // A school of its own, not the Sandbox's: the Sandbox's LMS is the service itself, which does not listen
+  // here (its public URL is a placeholder), and a cold start reads the row whatever the school.
+  const quiz = await placeLocation(
+    { services },
+    {
+      app: tool.app.id,
+      type: 'assessment',
+      points: 10,
+      organization: { issuer: 'https://lms.cold-start.example', client: 'cold-start', deployment: '1', title: 'Cold start school' },
+    },
+  );
   const student = await launch({ services }, { placed: quiz, groups: ['student'] });
   await services.store.close();
   return { dataDir, path: new URL(student.claims.storage.member).pathname, auth: student.auth };
