@@ -14,6 +14,7 @@ import {
   createUser,
   enrol,
   gradebookJson,
+  moveDeployment,
   placeResourceLink,
   requireCourse,
   resourceLinkJson,
@@ -111,6 +112,16 @@ const ROUTES: [string, RegExp, Route][] = [
       const b = await body(req);
       const d = await createDeployment(p, stringField(b, 'client_id', true), stringField(b, 'title') ?? 'School', stringField(b, 'deployment_id'));
       sendJson(res, 201, { deployment_id: d.deployment_id, client_id: d.client_id, title: d.title });
+    },
+  ],
+  [
+    // A school moved to another registration (LTI-97).
+    'PATCH',
+    /^\/deployments\/([^/]+)$/,
+    async (p, req, res, m) => {
+      const b = await body(req);
+      const d = await moveDeployment(p, decodeURIComponent(m[1] ?? ''), stringField(b, 'client_id', true));
+      sendJson(res, 200, { deployment_id: d.deployment_id, client_id: d.client_id, title: d.title });
     },
   ],
   // A school's own token lifetimes and line-item scope (decisions LTI-71, LTI-72): null follows the LMS-wide one.

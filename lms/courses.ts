@@ -40,6 +40,20 @@ export async function createDeployment(platform: Platform, clientId: string, tit
   return row;
 }
 
+/**
+ * Moves a school (deployment) to another registration of the LMS: its launches and tokens are that
+ * client's from now on, its courses, people and gradebook stay. An administrator does this when a tool
+ * re-registers (the Sandbox's service under a new `PUBLIC_URL`, decision LTI-97).
+ */
+export async function moveDeployment(platform: Platform, id: string, clientId: string): Promise<DeploymentRow> {
+  if (!(await registrationOf(platform.db, clientId))) throw new LmsError(404, 'not_found', `client ${clientId} not registered`);
+  const moved = await platform.db.run('UPDATE lms_deployments SET client_id = ? WHERE deployment_id = ?', [clientId, id]);
+  if (moved.changes !== 1) throw new LmsError(404, 'not_found', `no deployment ${id}`);
+  const row = await deploymentOf(platform.db, id);
+  if (!row) throw new Error(`deployment ${id} vanished`);
+  return row;
+}
+
 export async function createUser(platform: Platform, input: { sub?: string; given_name: string; family_name: string; email: string }): Promise<UserRow> {
   const sub = input.sub ?? (platform.profile.name === 'moodle' ? String(1 + (await nextCounter(platform.db, 'moodle_user'))) : randomBytes(12).toString('hex'));
   const made = await platform.db.run('INSERT INTO lms_users (sub, given_name, family_name, email, created) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING', [

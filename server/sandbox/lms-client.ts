@@ -105,6 +105,11 @@ export class SandboxLmsClient {
     return this.call('POST', '/deployments', { client_id: clientId, title, ...(deploymentId !== undefined ? { deployment_id: deploymentId } : {}) });
   }
 
+  /** Moves a school (deployment) to another registration of the LMS (LTI-97). */
+  moveDeployment(deploymentId: string, clientId: string): Promise<{ deployment_id: string; client_id: string; title: string }> {
+    return this.call('PATCH', `/deployments/${encodeURIComponent(deploymentId)}`, { client_id: clientId });
+  }
+
   /** A person, under the `sub` given (e.g. `sandbox-student_1`) or a new one. */
   createUser(person: { sub?: string; given_name: string; family_name: string; email: string }): Promise<{ sub: string }> {
     return this.call('POST', '/users', person);

@@ -58,7 +58,14 @@ const made = new WeakMap<object, Map<string, Promise<LmsSandbox>>>();
 export async function ensureLmsSchool(services: Services, registration: LtiRegistrationRecord, appId: string, schoolTitle: string): Promise<string> {
   const lms = sandboxLmsClient(services);
   const deploymentId = sandboxDeploymentId(appId);
-  await exists(() => lms.createDeployment(registration.clientId, schoolTitle, deploymentId));
+  try {
+    await lms.createDeployment(registration.clientId, schoolTitle, deploymentId);
+  } catch (err) {
+    if (!(err instanceof SandboxLmsControlError && err.status === 409)) throw err;
+    // Made already, maybe by an earlier registration of the service (a restart under another PUBLIC_URL
+    // registers again): the school's launches must be this registration's, whose URLs name this origin.
+    await lms.moveDeployment(deploymentId, registration.clientId);
+  }
   for (const role of SANDBOX_ROLES) {
     const person = TRIAL_PEOPLE[role];
     await exists(() => lms.createUser({ sub: trialUserExternalId(role), given_name: person.givenName, family_name: person.familyName, email: person.email }));

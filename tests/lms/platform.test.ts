@@ -650,6 +650,8 @@ describe.each(LMS_DIALECTS)('on %s', (dialect) => {
           ['POST', '/controls/courses', { headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${w.lms.controlToken}` }, body: '[1]' }],
           ['PUT', '/controls/courses/x/enrolments/y', { headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${w.lms.controlToken}` }, body: '{"roles":["nonsense"]}' }],
           ['PATCH', '/controls/settings', { headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${w.lms.controlToken}` }, body: '{"access_token_ttl_seconds":0}' }],
+          ['PATCH', '/controls/deployments/nowhere', { headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${w.lms.controlToken}` }, body: JSON.stringify({ client_id: w.reg.clientId }) }],
+          ['PATCH', '/controls/deployments/x', { headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${w.lms.controlToken}` }, body: '{"client_id":"not-registered"}' }],
           ['GET', '/nowhere', {}],
         ];
         for (const [method, path, init] of cases) {

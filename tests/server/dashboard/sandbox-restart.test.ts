@@ -3,7 +3,7 @@
  * free port, so `PUBLIC_URL` (and with it the Sandbox LMS's issuer and school) changes, as it does for a
  * service whose `PUBLIC_URL` defaults to `http://HOST:PORT`. The course of the earlier school moves into
  * the new one at the first need (LTI-53): it stays the trial course with the same members, and a placement
- * made before the restart gets the LMS's launch link. (Before the S-12 fix the launch answered 500 "Sandbox
+ * made before the restart gets the LMS's launch link, which launches under the new origin (LTI-97). (Before the S-12 fix the launch answered 500 "Sandbox
  * course … lost its student_1": the trial users were looked up in the school of the new issuer.)
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -14,6 +14,7 @@ import type { TestServer } from '../harness.js';
 import { dropTestStore, startServer } from '../harness.js';
 import type { ToolServer } from '../outbound/fixtures.js';
 import { answer, startToolServer } from '../outbound/fixtures.js';
+import { launchPageOf } from '../sandbox/launch-chain.js';
 import { caller, createBuilder, platformToken, register } from './helpers.js';
 
 const LOCATIONS = { locations: { 'quiz-1': { type: 'assessment', label: 'Week 1 quiz', points: 20 } } };
@@ -57,9 +58,12 @@ it('moves the course of the earlier origin into the new school, and links a plac
   const again = caller(second, builder.token);
   const link = await again<{ launch_url: string }>('POST', `/apps/${appId}/sandbox/placements/${placed.body.id}/launches`, { as: 'student_1' });
   expect(link.status).toBe(201);
-  // The LMS's launch URL. Not followed here: the LMS's store keeps the deployment `sandbox-<app_id>` of the
-  // service's registration made under the earlier origin, whose tool URLs name that origin (LTI-57).
+  // The LMS's launch URL, followed through the OIDC login and the id_token's validation under this origin:
+  // the school moved to the registration made under it (LTI-97), so nothing leads to the earlier origin.
   expect(link.body.launch_url).toMatch(new RegExp(`^${second.url}/lms/launch/`));
+  const page = await launchPageOf(link.body.launch_url);
+  expect(page).toMatch(new RegExp(`^${second.url}/launch/[A-Za-z0-9_-]{43}$`));
+  expect((await fetch(page)).status).toBeLessThan(400);
 
   const sandbox = await again<{ context: string; organization: { issuer: string }; placements: Array<{ id: string }>; copies: unknown[]; users: Record<string, { member_id: string }> }>(
     'GET',
