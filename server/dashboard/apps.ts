@@ -19,7 +19,7 @@ import type { AppRecord, AppSettingsPatch, BuilderRecord } from '../store/index.
 import { createRepositories, InvalidCursorError, isoFromMs, NoApiKeyError, UniqueViolationError } from '../store/index.js';
 import { logoUrl, unprocessable } from './bodies.js';
 import { appGuard, dashboardGuard } from './guard.js';
-import { makeCursor, pageOf, queryString, readListQuery } from './lists.js';
+import { invalidCursor, makeCursor, pageOf, queryString, readListQuery } from './lists.js';
 
 type AppJson = components['schemas']['App'];
 type BuilderJson = components['schemas']['Builder'];
@@ -299,7 +299,7 @@ export const appHandlers: Pick<Handlers<operations>, AppOperationId> = {
     const listKey = `grades:${app.id}:${filters['contextId'] ?? ''}:${filters['locationId'] ?? ''}:${filters['memberId'] ?? ''}`;
     const query = readListQuery(ctx.req, listKey, now);
     if (query.position !== undefined && typeof query.position !== 'string') {
-      throw new Problem(400, 'invalid_cursor', 'cursor is not valid for this list');
+      throw invalidCursor();
     }
     let result;
     try {
@@ -312,7 +312,7 @@ export const appHandlers: Pick<Handlers<operations>, AppOperationId> = {
         ...(typeof query.position === 'string' ? { cursor: query.position } : {}),
       });
     } catch (err) {
-      if (err instanceof InvalidCursorError) throw new Problem(400, 'invalid_cursor', 'cursor is not valid for this list');
+      if (err instanceof InvalidCursorError) throw invalidCursor();
       throw err;
     }
     return {

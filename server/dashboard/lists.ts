@@ -30,6 +30,11 @@ export function queryString(req: Request, name: string): string | undefined {
   return Array.isArray(value) ? String(value[value.length - 1]) : String(value);
 }
 
+/** The answer to a cursor this list cannot read (S-13). */
+export function invalidCursor(): Problem {
+  return new Problem(400, 'invalid_cursor', 'cursor is not valid for this list');
+}
+
 /** `limit` and `cursor` as the validator let them through (S-13: 1 to 100, a cursor of 1 to 512 characters). */
 export function readListQuery(req: Request, listKey: string, nowMs: number): ListQuery {
   const rawLimit = queryString(req, 'limit');
@@ -37,7 +42,7 @@ export function readListQuery(req: Request, listKey: string, nowMs: number): Lis
   const rawCursor = queryString(req, 'cursor');
   if (rawCursor === undefined) return { limit, position: undefined };
   // What the cursor says is for this list alone to judge: its list, its age, its position.
-  const invalid = new Problem(400, 'invalid_cursor', 'cursor is not valid for this list');
+  const invalid = invalidCursor();
   let decoded: CursorBody;
   try {
     decoded = JSON.parse(Buffer.from(rawCursor, 'base64url').toString('utf8')) as CursorBody;
@@ -66,14 +71,14 @@ export function pageOf<T>(
   if (query.position !== undefined) {
     const p = query.position;
     if (!Array.isArray(p) || typeof p[0] !== 'number' || typeof p[1] !== 'string') {
-      throw new Problem(400, 'invalid_cursor', 'cursor is not valid for this list');
+      throw invalidCursor();
     }
     const index = items.findIndex((item) => {
       const [c, id] = key(item);
       return c === p[0] && id === p[1];
     });
     // The item the cursor names is gone (a builder left a team): the cursor no longer fits this list.
-    if (index === -1) throw new Problem(400, 'invalid_cursor', 'cursor is not valid for this list');
+    if (index === -1) throw invalidCursor();
     start = index + 1;
   }
   const page = items.slice(start, start + query.limit);

@@ -11,7 +11,7 @@ import { withGuard } from '../http/registry.js';
 import type { AuditPosition, AuditRecord, BuilderRecord } from '../store/index.js';
 import { isoFromMs, UniqueViolationError } from '../store/index.js';
 import { dashboardGuard } from './guard.js';
-import { makeCursor, queryString, readListQuery } from './lists.js';
+import { invalidCursor, makeCursor, queryString, readListQuery } from './lists.js';
 
 export const OPERATOR_OPERATION_IDS = ['listOperators', 'createOperator', 'revokeOperator', 'listAuditLog'] as const;
 
@@ -81,7 +81,7 @@ export const operatorHandlers: Pick<Handlers<operations>, (typeof OPERATOR_OPERA
     const appId = queryString(ctx.req, 'app_id');
     const listKey = `audit:${appId ?? ''}`;
     const query = readListQuery(ctx.req, listKey, now);
-    if (query.position !== undefined && !isPosition(query.position)) throw new Problem(400, 'invalid_cursor', 'cursor is not valid for this list');
+    if (query.position !== undefined && !isPosition(query.position)) throw invalidCursor();
     const { items, more } = await ctx.services.store.audit.list({
       ...(appId !== undefined ? { appId } : {}),
       ...(query.position !== undefined ? { after: query.position as AuditPosition } : {}),

@@ -7,7 +7,8 @@
 import type { operations } from '../../generated/dashboard/types.js';
 import type { GuardContext, Handlers } from '../http/registry.js';
 import { withGuard } from '../http/registry.js';
-import { sandboxPlacementOf, signedSandboxLaunch } from '../sandbox/signed-launch.js';
+import { sandboxPlacement } from '../sandbox/flow.js';
+import { signedSandboxLaunch } from '../sandbox/signed-launch.js';
 import { isoFromMs } from '../store/index.js';
 import type { AppGuarded } from './guard.js';
 import { appGuard } from './guard.js';
@@ -19,7 +20,7 @@ export const SIGNED_LAUNCH_OPERATION_IDS = ['createSandboxSignedLaunch'] as cons
 /** The placement is part of the URL: 404 in the guard, before the body is judged (GAP-23). */
 async function placementGuard(ctx: GuardContext<Op>): Promise<AppGuarded> {
   const guarded = await appGuard<Op>()(ctx);
-  await sandboxPlacementOf(ctx.services, guarded.app, ctx.params.placement_id);
+  await sandboxPlacement(ctx.services, guarded.app, ctx.params.placement_id);
   return guarded;
 }
 

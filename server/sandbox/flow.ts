@@ -155,8 +155,8 @@ export interface SandboxLaunchLink {
   expires: string;
 }
 
-/** The Sandbox placement a dashboard call names, or 404. */
-async function sandboxPlacement(services: Services, app: AppRecord, placementId: string): Promise<{ placement: PlacementRecord; context: ContextRecord }> {
+/** The Sandbox placement a dashboard call names, with its course, or 404. */
+export async function sandboxPlacement(services: Services, app: AppRecord, placementId: string): Promise<{ placement: PlacementRecord; context: ContextRecord }> {
   const placement = await services.store.placements.get(placementId);
   const context = placement && placement.appId === app.id ? await services.store.contexts.get(placement.contextId) : null;
   if (!placement || !context || context.sandboxAppId !== app.id) {

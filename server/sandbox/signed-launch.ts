@@ -16,10 +16,11 @@ import type { Services } from '../http/services.js';
 import type { DeliveredLaunch } from '../launch-page/launch.js';
 import { deliverLaunch } from '../launch-page/launch.js';
 import { LAUNCH_PAGE_PATH } from '../launch-page/mount.js';
-import type { AppRecord, ContextRecord, PlacementRecord } from '../store/index.js';
+import type { AppRecord, ContextRecord, OrganizationRecord, PlacementRecord } from '../store/index.js';
 import type { SandboxRole } from './courses.js';
 import { ensureSandbox, trialUserExternalId } from './courses.js';
-import { assertSandboxOpen } from './flow.js';
+import { assertSandboxOpen, sandboxPlacement } from './flow.js';
+import { lmsAnswer } from './controls/scope.js';
 import { SandboxLmsControlError } from './lms-client.js';
 import { ensureLmsLink, lmsProblem, withLms } from './lms-courses.js';
 import { sandboxLmsUnavailable } from './lms-host.js';
@@ -37,20 +38,6 @@ export interface SignedLaunchContext {
   log: Logger;
 }
 
-/** The Sandbox placement a dashboard call names, with its course; 404 for any other placement. */
-export async function sandboxPlacementOf(
-  services: Pick<Services, 'store'>,
-  app: AppRecord,
-  placementId: string,
-): Promise<{ placement: PlacementRecord; context: ContextRecord }> {
-  const placement = await services.store.placements.get(placementId);
-  const context = placement && placement.appId === app.id ? await services.store.contexts.get(placement.contextId) : null;
-  if (!placement || !context || context.sandboxAppId !== app.id) {
-    throw new Problem(404, 'placement_not_found', `placement ${placementId} is not in the Sandbox of app ${app.id}`);
-  }
-  return { placement, context };
-}
-
 /**
  * The signed launch a trial user's launch of the placement sends. Whatever stops the launch answers 409:
  * the LMS refusing the person (`launch_lms_refused`), a refusal page on the LTI path (`launch_lti_refused`,
@@ -64,10 +51,10 @@ export async function signedSandboxLaunch(
   ctx: SignedLaunchContext,
 ): Promise<DeliveredLaunch> {
   // The Sandbox first: its first need may move the placement's course into the LMS school (LTI-53).
-  await ensureSandbox(services, app.id);
-  const { placement, context } = await sandboxPlacementOf(services, app, placementId);
+  const { school } = await ensureSandbox(services, app.id);
+  const { placement, context } = await sandboxPlacement(services, app, placementId);
   assertSandboxOpen(app);
-  const launchUrl = await launchUrlOf(services, app, placement, context, role);
+  const launchUrl = await launchUrlOf(services, app.id, school, placement, context, role);
   const ticket = await followToLaunchPage(services, launchUrl, ctx.log);
   const outcome = await deliverLaunch(services, ticket, ctx);
   if ('page' in outcome) {
@@ -83,30 +70,26 @@ export async function signedSandboxLaunch(
  * The URL a browser's launch of the placement starts at: the LMS's launch URL of the placement's resource
  * link for the trial user (LTI-45). The LMS refusing to launch that person (not enrolled in the course) is
  * a 409 in the LMS's words, as nothing is wrong with the LMS. Every Sandbox course is in this LMS: the
- * first need moves older ones into it (LTI-53), which `signedSandboxLaunch` asks for before anything else.
+ * first need moves older ones into it (LTI-53), which `signedSandboxLaunch` asks for before anything else
+ * and whose school it passes.
  */
-async function launchUrlOf(services: Services, app: AppRecord, placement: PlacementRecord, context: ContextRecord, role: SandboxRole): Promise<string> {
-  const home = await ensureSandbox(services, app.id);
-  const { link } = await withLms(services, app.id, () => ensureLmsLink(services, home.school, context, placement));
+async function launchUrlOf(
+  services: Services,
+  appId: string,
+  school: OrganizationRecord,
+  placement: PlacementRecord,
+  context: ContextRecord,
+  role: SandboxRole,
+): Promise<string> {
+  const { link } = await withLms(services, appId, () => ensureLmsLink(services, school, context, placement));
   try {
     return (await sandboxLmsClient(services).launch(link.id, trialUserExternalId(role))).url;
   } catch (err) {
     if (err instanceof SandboxLmsControlError && err.status >= 400 && err.status < 500 && err.status !== 401 && err.status !== 404) {
       throw new Problem(409, 'launch_lms_refused', fillMessage(schemas.SandboxLmsCourse['x-messages'].lms_refused, { answer: lmsAnswer(err.answer) }));
     }
-    throw lmsProblem(services, app.id, err);
+    throw lmsProblem(services, appId, err);
   }
-}
-
-/** The LMS's refusal as `error: error_description` (its OAuth-shaped JSON), else its text. */
-function lmsAnswer(raw: string): string {
-  try {
-    const parsed = JSON.parse(raw) as { error?: unknown; error_description?: unknown };
-    if (typeof parsed.error === 'string') return typeof parsed.error_description === 'string' ? `${parsed.error}: ${parsed.error_description}` : parsed.error;
-  } catch {
-    // Not the LMS's JSON: its text as it came.
-  }
-  return raw.slice(0, 300);
 }
 
 interface Step {

@@ -5,18 +5,13 @@
  * nor repeated.
  */
 import type { Request } from 'express';
-import { Problem } from '../../http/problem.js';
 import type { Services } from '../../http/services.js';
 import type { AppRecord } from '../../store/index.js';
-import { makeCursor, readListQuery } from '../../dashboard/lists.js';
+import { invalidCursor, makeCursor, readListQuery } from '../../dashboard/lists.js';
 import { SANDBOX_ROLES, trialUserExternalId } from '../courses.js';
 import { SandboxLmsControlError } from '../lms-client.js';
 import { toolLms } from './lms-controls.js';
 import { appPrefix, throughLms } from './scope.js';
-
-function invalidCursor(): Problem {
-  return new Problem(400, 'invalid_cursor', 'cursor is not valid for this list');
-}
 
 /** The LMS's position a dashboard cursor carries; a cursor the LMS cannot read is this list's to refuse. */
 async function paged<T>(req: Request, listKey: string, services: Services, read: (limit: number, after: string | undefined) => Promise<T>): Promise<T> {

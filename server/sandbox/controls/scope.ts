@@ -50,7 +50,7 @@ export function assertPersonOfApp(appId: string, sub: string): void {
   if (!TRIAL_SUBS.has(sub) && !sub.startsWith(appPrefix(appId))) throw outside('person', sub, appId);
 }
 
-function lmsAnswer(raw: string): string {
+export function lmsAnswer(raw: string): string {
   try {
     const parsed = JSON.parse(raw) as { error?: unknown; error_description?: unknown };
     if (typeof parsed.error === 'string') return typeof parsed.error_description === 'string' ? `${parsed.error}: ${parsed.error_description}` : parsed.error;
