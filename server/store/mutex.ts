@@ -10,6 +10,13 @@ export class AsyncMutex {
     return this.#locked;
   }
 
+  /** The release function when the mutex is free (taken at once, no promise), else null. */
+  tryAcquire(): (() => void) | null {
+    if (this.#locked) return null;
+    this.#locked = true;
+    return this.#releaser();
+  }
+
   async acquire(): Promise<() => void> {
     if (!this.#locked) {
       this.#locked = true;
