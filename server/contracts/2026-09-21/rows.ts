@@ -11,8 +11,8 @@ import { Problem } from '../../http/problem.js';
 import type { Handlers } from '../../http/registry.js';
 import { withGuard } from '../../http/registry.js';
 import type { Services } from '../../http/services.js';
-import type { JsonObject, RowKey, RowKind, RowMemberSet, Store } from '../../store/index.js';
-import { InvalidRowBodyError, RowTooLargeError, rowMaxBytes } from '../../store/index.js';
+import type { JsonObject, RowKey, RowKind, RowMemberSet, SerializedRow, Store } from '../../store/index.js';
+import { InvalidRowBodyError, RowTooLargeError, rowMaxBytes, serializeRow } from '../../store/index.js';
 import { schemas } from '../../../generated/2026-09-21/schemas.js';
 import { applyPatch, validatePatchShape } from '../../../rules/json-patch.js';
 import { parsePointer } from '../../../rules/json-pointer.js';
@@ -98,16 +98,16 @@ async function replaceRow({ services, guarded }: RowRequest, body: unknown, rule
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new Problem(422, 'invalid_row_body', schemas.Row['x-messages'].not_an_object);
   }
-  const maxBytes = rowMaxBytes(guarded.key.kind);
-  const size = compactJsonBytes(body);
-  if (size > maxBytes) throw rowTooLarge(guarded.key.kind, size, maxBytes);
-  if (rules.provisioning) await requireProvisioned(services.store, guarded.key);
+  // Serialized once: the size judged here is the text written (PERF-82).
+  let row: SerializedRow;
   try {
-    await services.store.rows.putRow(guarded.key, body as JsonObject, { maxBytes });
+    row = serializeRow(body, rowMaxBytes(guarded.key.kind));
   } catch (err) {
     if (err instanceof RowTooLargeError) throw rowTooLarge(guarded.key.kind, err.size, err.maxBytes);
     throw err;
   }
+  if (rules.provisioning) await requireProvisioned(services.store, guarded.key);
+  await services.store.rows.putSerialized(guarded.key, row);
 }
 
 /** Thrown inside the row lock to abort the transaction with the contract's answer. */

@@ -77,7 +77,17 @@ function isSqliteJsonRefusal(err: unknown): boolean {
   return err instanceof Error && (err as { code?: unknown }).code === 'SQLITE_ERROR' && /JSON/i.test(err.message);
 }
 
-function serialize(value: unknown, maxBytes: number): { body: string; size: number } {
+/** A row's object as it is stored: its compact JSON text and that text's UTF-8 bytes (decision GAP-06). */
+export interface SerializedRow {
+  readonly body: string;
+  readonly size: number;
+}
+
+/**
+ * The stored form of a row's object, made once per write: throws `InvalidRowBodyError` for anything but
+ * an object and `RowTooLargeError` over `maxBytes`.
+ */
+export function serializeRow(value: unknown, maxBytes: number): SerializedRow {
   if (!isJsonObject(value)) throw new InvalidRowBodyError();
   const body = JSON.stringify(value);
   const size = Buffer.byteLength(body, 'utf8');
@@ -110,7 +120,11 @@ export class RowsRepo {
 
   /** Replaces the whole row. Throws `RowTooLargeError` (nothing written) over `maxBytes`. */
   async putRow(key: RowKey, value: JsonObject, options: RowWriteOptions): Promise<{ size: number }> {
-    const { body, size } = serialize(value, options.maxBytes);
+    return this.putSerialized(key, serializeRow(value, options.maxBytes));
+  }
+
+  /** Replaces the whole row with what `serializeRow` made (which checked it against the caller's limit). */
+  async putSerialized(key: RowKey, { body, size }: SerializedRow): Promise<{ size: number }> {
     await this.ctx.db.run(
       `INSERT INTO storage_rows (app_id, context_id, kind, location_id, member_id, body, size_bytes, updated_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -164,7 +178,7 @@ export class RowsRepo {
     const params = rowKeyParams(key);
     for (let attempt = 0; attempt < OPTIMISTIC_ATTEMPTS; attempt += 1) {
       const current = await db.get<{ body: string }>(`SELECT body FROM storage_rows WHERE ${ROW_KEY_WHERE}`, params);
-      const { body, size } = serialize(fn(parseStored(current?.body ?? EMPTY_ROW)), maxBytes);
+      const { body, size } = serializeRow(fn(parseStored(current?.body ?? EMPTY_ROW)), maxBytes);
       const now = this.ctx.clock.nowMs();
       const written = current
         ? await db.run(
@@ -231,7 +245,7 @@ export class RowsRepo {
         );
       }
       const current = await tx.get<{ body: string }>(`SELECT body FROM storage_rows WHERE ${ROW_KEY_WHERE}${tx.forUpdate}`, params);
-      const { body, size } = serialize(fn(parseStored(current?.body ?? EMPTY_ROW)), maxBytes);
+      const { body, size } = serializeRow(fn(parseStored(current?.body ?? EMPTY_ROW)), maxBytes);
       await tx.run(
         `INSERT INTO storage_rows (app_id, context_id, kind, location_id, member_id, body, size_bytes, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)
