@@ -8,9 +8,9 @@
  * Starts this checkout's service and the other checkout's on one SQLite data dir (the same fixture as the
  * bench's storage rows), then drives them in turn, A B B A A B ..., each for `--duration` seconds after the
  * first warm-up, and prints the CPU milliseconds each process spent per served request in each round and
- * their medians. On a machine shared with other engineers a single `npm run bench` cell is measured under
- * whatever the neighbours were doing at that moment; alternating short rounds gives both services the same
- * neighbours, which is what a before/after comparison of one change needs.
+ * their medians, and each round's p99 latency. On a machine shared with other engineers a single `npm run
+ * bench` cell is measured under whatever the neighbours were doing at that moment; alternating short rounds
+ * gives both services the same neighbours, which is what a before/after comparison of one change needs.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
@@ -94,6 +94,7 @@ try {
       });
     for (const t of targets) await drive(t.url, Number(values.warmup));
     const perRequest = new Map<string, number[]>(targets.map((t) => [t.name, []]));
+    const p99s = new Map<string, number[]>(targets.map((t) => [t.name, []]));
     for (let round = 0; round < Number(values.rounds); round += 1) {
       // A B, B A, A B, ...: neither is always the one measured right after the other.
       const order = round % 2 === 0 ? targets : [...targets].reverse();
@@ -103,11 +104,15 @@ try {
         const served = result['2xx'];
         if (result.non2xx > 0 || result.errors > 0) process.stdout.write(`  ${t.name}: ${result.non2xx} non-2xx, ${result.errors} errors\n`);
         perRequest.get(t.name)?.push((cpuMs(t.pid) - before) / served);
+        p99s.get(t.name)?.push(result.latency.p99);
       }
     }
     for (const t of targets) {
       const xs = perRequest.get(t.name) ?? [];
       process.stdout.write(`${op.name} ${t.name}: CPU ms/request ${xs.map((x) => x.toFixed(3)).join(', ')}; median ${median(xs).toFixed(3)}\n`);
+      // Latency is the neighbours' as much as the service's; the median p99 of the rounds, for the 64-connection goal.
+      const ps = p99s.get(t.name) ?? [];
+      process.stdout.write(`${op.name} ${t.name}: p99 ${ps.map((x) => `${x} ms`).join(', ')}; median ${median(ps)} ms\n`);
     }
     const [a, b] = targets.map((t) => median(perRequest.get(t.name) ?? []));
     process.stdout.write(`${op.name} this/other: ${((a as number) / (b as number)).toFixed(2)}×\n`);
