@@ -227,7 +227,14 @@ export function createFrontServer(app: RequestListener, front: ContractFront): S
   const server = createServer<typeof ContractRequest, typeof ContractResponse>(
     { IncomingMessage: ContractRequest, ServerResponse: ContractResponse },
     (req, res) => {
-      const target = splitTarget(req.url ?? '');
+      let target: Target;
+      try {
+        target = splitTarget(req.url ?? '');
+      } catch {
+        // A target the legacy parser throws on (`http://[bad/...`): Express's router answers it, as before.
+        app(req, res);
+        return;
+      }
       if (target.pathname !== null && front.handles(target.pathname)) {
         req.target = target;
         front.serve(req, res);
