@@ -23,7 +23,9 @@ import { internalError, isProblem, Problem, PROBLEM_CONTENT_TYPE, reasonPhrase }
 import { noStoreWithCredentials } from './http/no-store.js';
 import { CredentialThrottle, DEFAULT_THROTTLE_LIMITS } from './throttle/index.js';
 import { flagDevelopmentUrls } from './outbound/development-urls.js';
-import { requestContext } from './http/request-context.js';
+import { contractRequestContext, requestContext } from './http/request-context.js';
+import { createFrontServer } from './http/front.js';
+import type { ContractFront, ContractResponse } from './http/front.js';
 import { OperationRouter } from './http/routes.js';
 import type { Services } from './http/services.js';
 import { dashboardPipeline, loadPlatformCredential } from './dashboard/index.js';
@@ -96,7 +98,17 @@ function toProblem(err: unknown, log: Logger): Problem {
   return internalError(err);
 }
 
+/** The Express app, for a server of a test's own; `startService` serves contract paths without it (PERF-60). */
 export function createApp(services: Services, options: AppOptions = {}): Express {
+  return createHttp(services, options).app;
+}
+
+/**
+ * The Express app and the contract front (PERF-60). Both run the same steps on a contract path, in the
+ * same order (request context, `no-store` with credentials, the throttle's gate, `dispatchContract`, the
+ * error answer); the front runs them on plain node:http objects.
+ */
+function createHttp(services: Services, options: AppOptions = {}): { app: Express; front: ContractFront } {
   const contracts = options.contracts ?? [contract20260921, contract20260825, contract20260819];
   const isShuttingDown = options.isShuttingDown ?? (() => false);
   const app = express();
@@ -223,21 +235,15 @@ export function createApp(services: Services, options: AppOptions = {}): Express
     }
   }
 
-  app.use((req: Request, res: Response) => {
-    sendProblem(res, new Problem(404, 'not_found', `no operation at ${req.method} ${req.path}`));
-  });
+  app.use((req: Request, res: Response) => notFound(req, res));
 
-  app.use((err: unknown, req: Request, res: Response, next: NextFunction) => {
-    const locals = requestLocals(res);
-    const log = locals.log ?? services.log;
+  /** Answers a thrown error as a problem; a refused credential is counted first (H-05). */
+  function answerError(err: unknown, req: Request, res: Response): void {
+    const log = requestLocals(res).log ?? services.log;
     const problem = toProblem(err, log);
     if (res.headersSent) {
       log.error('error after the response started; closing the connection', { err });
       res.destroy();
-      return;
-    }
-    if (!locals.requestId) {
-      next(err);
       return;
     }
     // A refused credential is counted before the answer leaves (H-05); counting never loses the answer.
@@ -248,8 +254,41 @@ export function createApp(services: Services, options: AppOptions = {}): Express
         sendProblem(res, problem);
       },
     );
+  }
+
+  app.use((err: unknown, req: Request, res: Response, next: NextFunction) => {
+    if (!requestLocals(res).requestId) {
+      next(err);
+      return;
+    }
+    answerError(err, req, res);
   });
-  return app;
+
+  const notFound = (req: Request, res: Response): void =>
+    sendProblem(res, new Problem(404, 'not_found', `no operation at ${req.method} ${req.path}`));
+  const contractHeaders = (res: ContractResponse): void => {
+    if (!res.getHeader('Contract-Version')) res.setHeader('Contract-Version', servedVersionOf(res as unknown as Response));
+  };
+  const front: ContractFront = {
+    handles: (pathname) => contractPaths.some((router) => router.has(pathname)),
+    serve(contractReq, contractRes) {
+      // The front's objects carry what the steps read of Express's (server/http/front.ts).
+      const req = contractReq as unknown as Request;
+      const res = contractRes as unknown as Response;
+      const next = (err?: unknown): void => {
+        if (err) answerError(err, req, res);
+        else notFound(req, res);
+      };
+      try {
+        contractRequestContext(services.log, contractReq, contractRes, contractHeaders);
+        if (req.headers.authorization !== undefined) res.setHeader('Cache-Control', 'no-store');
+        throttle.check(req, res).then((problem) => (problem ? next(problem) : dispatchContract(req, res, next)), next);
+      } catch (err) {
+        next(err);
+      }
+    },
+  };
+  return { app, front };
 }
 
 export interface BuildServicesOptions {
@@ -334,12 +373,13 @@ export async function startService(config: Config, options: StartOptions = {}): 
   const services = options.services ?? (await buildServices(config, { selfOrigin: () => listeningUrl, ...options }));
   await flagDevelopmentUrls(services.store, config.allowLoopbackTools, services.log);
   let shuttingDown = false;
-  const app = createApp(services, { ...options, isShuttingDown: () => shuttingDown });
+  const { app, front } = createHttp(services, { ...options, isShuttingDown: () => shuttingDown });
   let server: Server;
   try {
     server = await new Promise<Server>((resolve, reject) => {
-      const s = app.listen(config.port, config.host, (err?: Error) => (err ? reject(err) : resolve(s)));
+      const s = createFrontServer(app, front);
       s.once('error', reject);
+      s.listen(config.port, config.host, () => resolve(s));
     });
   } catch (err) {
     // The store was opened for this server; a failed listen (port taken) must not leave it open.

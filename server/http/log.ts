@@ -56,13 +56,30 @@ function serializeError(err: unknown): unknown {
 function withErrors(fields: LogFields | undefined): LogFields {
   if (fields === undefined) return {};
   let out: LogFields | null = null;
-  for (const [key, value] of Object.entries(fields)) {
+  // for...in, not Object.entries: this runs for every line, the access line of every request included.
+  for (const key in fields) {
+    const value = fields[key];
     if (value instanceof Error) {
       out ??= { ...fields };
       out[key] = serializeError(value);
     }
   }
   return out ?? fields;
+}
+
+/**
+ * pino's `isoTime`, made once per millisecond: every line of a request (and of its neighbours in the same
+ * millisecond) carries the same text, so the Date and its ISO string are made once for all of them.
+ */
+let isoMs = -1;
+let isoText = '';
+function isoTime(): string {
+  const now = Date.now();
+  if (now !== isoMs) {
+    isoMs = now;
+    isoText = `,"time":"${new Date(now).toISOString()}"`;
+  }
+  return isoText;
 }
 
 const SECRET_NAMES: ReadonlySet<string> = new Set(REDACTED_FIELDS);
@@ -101,38 +118,59 @@ interface Pinos {
  * wildcard redaction and a pino child per request were a visible share of every request's access line,
  * which never carries a credential (PERF-29). Any other line takes the redacting logger, as before.
  */
-function wrap(get: () => pino.Logger, pinos: Pinos, bindings: LogFields, clean: boolean): Logger {
-  const root = pinos.redacting;
-  const write = (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: LogFields): void => {
+class PinoLogger implements Logger {
+  /** The pino child of this logger, made on its first line that needs it. */
+  private made: pino.Logger | undefined;
+
+  constructor(
+    private readonly parent: PinoLogger | null,
+    private readonly pinos: Pinos,
+    /** This logger's own fields (the pino child's), and every field of its line with its parents'. */
+    private readonly own: LogFields,
+    private readonly bindings: LogFields,
+    private readonly clean: boolean,
+  ) {}
+
+  private pino(): pino.Logger {
+    if (this.parent === null) return this.pinos.redacting;
+    return (this.made ??= this.parent.pino().child(this.own));
+  }
+
+  private write(level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: LogFields): void {
     try {
       // Children keep their root's level, so a disabled level is known without making the child.
-      if (!root.isLevelEnabled(level)) return;
+      if (!this.pinos.redacting.isLevelEnabled(level)) return;
       const own = withErrors(fields);
-      if (clean && !mayHoldSecrets(own) && !overlaps(bindings, own)) {
-        pinos.plain[level]({ ...bindings, ...own }, msg);
+      if (this.clean && !mayHoldSecrets(own) && !overlaps(this.bindings, own)) {
+        this.pinos.plain[level]({ ...this.bindings, ...own }, msg);
         return;
       }
-      get()[level](own, msg);
+      this.pino()[level](own, msg);
     } catch {
       // A log line must never take a request down with it.
     }
-  };
-  return {
-    debug: (msg, fields) => write('debug', msg, fields),
-    info: (msg, fields) => write('info', msg, fields),
-    warn: (msg, fields) => write('warn', msg, fields),
-    error: (msg, fields) => write('error', msg, fields),
-    child: (fields) => {
-      let made: pino.Logger | undefined;
-      const own = withErrors(fields);
-      return wrap(
-        () => (made ??= get().child(own)),
-        pinos,
-        { ...bindings, ...own },
-        clean && !mayHoldSecrets(own) && !overlaps(bindings, own),
-      );
-    },
-  };
+  }
+
+  debug(msg: string, fields?: LogFields): void {
+    this.write('debug', msg, fields);
+  }
+
+  info(msg: string, fields?: LogFields): void {
+    this.write('info', msg, fields);
+  }
+
+  warn(msg: string, fields?: LogFields): void {
+    this.write('warn', msg, fields);
+  }
+
+  error(msg: string, fields?: LogFields): void {
+    this.write('error', msg, fields);
+  }
+
+  child(fields: LogFields): Logger {
+    const own = withErrors(fields);
+    return new PinoLogger(this, this.pinos, own, { ...this.bindings, ...own }, this.clean && !mayHoldSecrets(own) && !overlaps(this.bindings, own));
+  }
 }
 
 /** A key twice in one line (a child's and the line's own) is written twice by pino; merging would drop one. */
@@ -150,7 +188,7 @@ export function createLogger(options: { level?: LogLevel; sink?: LogSink; fields
   const shared: pino.LoggerOptions = {
     level: options.level ?? 'info',
     base: options.fields ?? null,
-    timestamp: pino.stdTimeFunctions.isoTime,
+    timestamp: isoTime,
     formatters: { level: (label) => ({ level: label }) },
     // Errors are serialised by `withErrors`, the same way for every key.
     serializers: { err: (value: unknown) => value },
@@ -158,7 +196,7 @@ export function createLogger(options: { level?: LogLevel; sink?: LogSink; fields
   const log = pino({ ...shared, redact: { paths: REDACT_PATHS, censor: REDACTED } }, destination);
   const plain = pino(shared, destination);
   // The base fields are written by both and never merged, so only a secret among them matters.
-  return wrap(() => log, { redacting: log, plain }, {}, !mayHoldSecrets(options.fields ?? {}));
+  return new PinoLogger(null, { redacting: log, plain }, {}, {}, !mayHoldSecrets(options.fields ?? {}));
 }
 
 /** Discards everything; for code paths that need a logger but have nowhere useful to write. */

@@ -174,8 +174,8 @@ export function contractPipeline(contract: ContractDefinition, services: Service
       // No ID of this service holds U+0000, and PostgreSQL cannot even compare such a string with a
       // column: the URL names nothing (S-29), said before any lookup, on both stores alike. (Other path
       // parameters, such as a file key, get their own rule's answer.)
-      if (Object.entries(params).some(([name, value]) => name.endsWith('_id') && typeof value === 'string' && value.includes('\u0000'))) {
-        throw new Problem(404, 'not_found', 'not found');
+      for (const name in params) {
+        if (name.endsWith('_id') && params[name]?.includes('\u0000')) throw new Problem(404, 'not_found', 'not found');
       }
 
       if (handler.guard) {
