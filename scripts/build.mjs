@@ -1,18 +1,22 @@
 // `npm run build`: compiles the service, the kit and `tis` into dist/ (tsconfig.build.json) and copies what
-// they read at run time: the bundled specs of generated/ and the web dashboard's static files. Plain
-// JavaScript, so the build needs only TypeScript; what it writes runs on `npm ci --omit=dev` (`npm start`).
+// they read at run time: the bundled specs of generated/ and the web dashboard's static files. Then it
+// bundles what `npm start` runs, dist/server/main.js, into one file with esbuild (decision PERF-90): loading
+// a few hundred modules one by one was the largest share of a cold start. Plain JavaScript, so the build
+// needs only TypeScript and esbuild (dev dependencies); what it writes runs on `npm ci --omit=dev`.
 //
-//   node scripts/build.mjs [--out-dir <dir>]     (default dist/)
+//   node scripts/build.mjs [--out-dir <dir>] [--bundle all|own|none]     (default dist/, all)
 import { execFileSync } from 'node:child_process';
-import { cpSync, rmSync, statSync } from 'node:fs';
+import { cpSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const { values } = parseArgs({ options: { 'out-dir': { type: 'string' } } });
+const { values } = parseArgs({ options: { 'out-dir': { type: 'string' }, bundle: { type: 'string' } } });
 const out = resolve(root, values['out-dir'] ?? 'dist');
+const bundle = values.bundle ?? 'all';
+if (!['all', 'own', 'none'].includes(bundle)) throw new Error(`--bundle: all, own or none, not ${bundle}`);
 
 rmSync(out, { recursive: true, force: true });
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
@@ -22,3 +26,130 @@ cpSync(join(root, 'generated'), join(out, 'generated'), {
   filter: (file) => statSync(file).isDirectory() || file.endsWith('.json'),
 });
 cpSync(join(root, 'server/web-dashboard/static'), join(out, 'server/web-dashboard/static'), { recursive: true });
+
+if (bundle !== 'none') {
+  const esbuild = await import('esbuild');
+  // Native code (better-sqlite3's binding) and the packages of features a SQLite service does not use
+  // (pg for a PostgreSQL store, the AWS SDK for S3 files) stay in node_modules.
+  const external = ['better-sqlite3', 'pg', '@aws-sdk/*'];
+  const entry = join(out, 'server', 'main.js');
+  // Our modules find files beside themselves (`generated/<api>/openapi.json`, the dashboard's static folder)
+  // and resolve packages from where they sit, through `import.meta.url`. In the bundle every module shares
+  // the bundle's URL, so each one's `import.meta.url` becomes its own compiled file's URL again, computed
+  // from the bundle's: the files stay where tsc wrote them, and the lookups hold unchanged.
+  const ownUrls = {
+    name: 'own-import-meta-url',
+    setup(build) {
+      build.onLoad({ filter: /\.js$/ }, (args) => {
+        if (!args.path.startsWith(out + sep)) return undefined;
+        const source = readFileSync(args.path, 'utf8');
+        if (!source.includes('import.meta.url')) return undefined;
+        const own = relative(dirname(entry), args.path).split(sep).join('/');
+        return {
+          contents: source.replaceAll('import.meta.url', `new URL(${JSON.stringify(`./${own}`)}, import.meta.url).href`),
+          loader: 'js',
+        };
+      });
+    },
+  };
+  // A CommonJS module loaded with `import()` becomes an entry of its own in a split bundle, and esbuild gives
+  // such an entry only a default export; Node's own loader gives the module's named exports too, which is
+  // what our modules read. So each such import goes through a small ES module that names them, read from the
+  // module itself at build time.
+  // Packages resolve from dist/ as they will at run time; a build written outside the checkout (tests,
+  // check:prod-install) gets its node_modules only afterwards, from the same lock, so it resolves from here.
+  const requireFromOut = [createRequire(entry), createRequire(join(root, 'package.json'))].find((req) => {
+    try {
+      req.resolve('express');
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  const cjsEntries = {
+    name: 'cjs-dynamic-import',
+    setup(build) {
+      build.onResolve({ filter: /^[^./]/ }, (args) => {
+        if (args.kind !== 'dynamic-import' || args.namespace === 'cjs-entry') return undefined;
+        if (build.initialOptions.packages === 'external' || external.some((name) => args.path === name || args.path.startsWith(`${name.replace(/\*$/, '')}`))) return undefined;
+        const file = requireFromOut.resolve(args.path);
+        if (!file.endsWith('.js') || /^\s*(import|export)\b/m.test(readFileSync(file, 'utf8'))) return undefined;
+        return { path: file, namespace: 'cjs-entry' };
+      });
+      build.onLoad({ filter: /.*/, namespace: 'cjs-entry' }, (args) => {
+        const names = Object.keys(requireFromOut(args.path)).filter((name) => /^[A-Za-z_$][\w$]*$/.test(name) && name !== 'default');
+        return {
+          // Local names of their own, so that the module's own classes keep their names in the bundle.
+          contents: [
+            `const __cjs = require(${JSON.stringify(args.path)});`,
+            ...names.map((name, i) => `const __cjs${i} = __cjs.${name};`),
+            `export { ${names.map((name, i) => `__cjs${i} as ${name}`).join(', ')} };`,
+            'export default __cjs;',
+          ].join('\n'),
+          resolveDir: dirname(args.path),
+          loader: 'js',
+        };
+      });
+    },
+  };
+  // Data-heavy packages that other packages load: as JavaScript in the bundle, V8 parses them at start
+  // (iconv-lite's code pages, half a megabyte, of which a UTF-8 body needs none; mime-db's table, which Node
+  // reads as JSON far faster than V8 parses it as a literal). They stay in node_modules, loaded by name from
+  // the bundle; the build fails unless that name finds, from dist/, the very file the importer would get
+  // (an install that nests another version under the importer would otherwise be bypassed).
+  const requiredByName = ['iconv-lite', 'mime-db'];
+  const sameFileFromDist = {
+    name: 'required-by-name',
+    setup(build) {
+      build.onResolve({ filter: new RegExp(`^(${requiredByName.join('|')})$`) }, (args) => {
+        const wanted = createRequire(args.importer).resolve(args.path);
+        const found = requireFromOut.resolve(args.path);
+        if (wanted !== found) throw new Error(`${args.path}: ${args.importer} loads ${wanted}, but dist/ would load ${found}`);
+        return { path: args.path, external: true };
+      });
+    },
+  };
+  const built = await esbuild.build({
+    entryPoints: [entry],
+    outdir: dirname(entry),
+    allowOverwrite: true,
+    bundle: true,
+    // What a module loads with `import()` (the Sandbox's LMS with pg, the S3 blob store with the AWS SDK) is
+    // a file of its own, read on first use as before, and so are the packages only it imports: in one file
+    // their imports would be hoisted to the bundle's top and run at start. Beside the entry, so that
+    // `import.meta.url` means the same folder in every one of them.
+    splitting: true,
+    chunkNames: 'main-[name]-[hash]',
+    platform: 'node',
+    nodePaths: [join(root, 'node_modules')],
+    format: 'esm',
+    target: 'node20',
+    // No `keepNames`: it wraps every function made at run time in a call that sets its name, closures made
+    // per request included. What reads a name at run time reads a class's (`new.target.name`, jose's
+    // `constructor.name`), and the check below fails the build if the bundle renamed a class.
+    metafile: true,
+    sourcemap: 'linked',
+    sourcesContent: false,
+    legalComments: 'none',
+    logLevel: 'warning',
+    plugins: [ownUrls, cjsEntries, ...(bundle === 'all' ? [sameFileFromDist] : [])],
+    ...(bundle === 'own' ? { packages: 'external' } : { external }),
+    // CommonJS packages in an ES module bundle call `require` for Node's built-ins.
+    banner: { js: "import { createRequire as __bundleRequire } from 'node:module';\nconst require = __bundleRequire(import.meta.url);" },
+  });
+
+  // Two modules declaring one top-level name make esbuild rename one of them (`Problem2`); for a class,
+  // that would change an error's `name`. Every class of the bundle must carry a name declared in its inputs.
+  const declared = new Set();
+  for (const input of Object.keys(built.metafile.inputs)) {
+    const file = resolve(root, input.replace(/^[\w-]+:/, ''));
+    for (const match of readFileSync(file, 'utf8').matchAll(/\bclass\s+([\w$]+)/g)) declared.add(match[1]);
+  }
+  for (const output of Object.keys(built.metafile.outputs).filter((file) => file.endsWith('.js'))) {
+    const code = readFileSync(resolve(root, output), 'utf8');
+    for (const match of code.matchAll(/\bclass\s+([\w$]+?\d+)\s*(?:extends\b|\{)|\b([\w$]+?\d+)\s*=\s*class\b/g)) {
+      const name = match[1] ?? match[2];
+      if (!declared.has(name)) throw new Error(`${output}: the bundle renamed a class to ${name}`);
+    }
+  }
+}

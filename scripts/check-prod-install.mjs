@@ -3,7 +3,9 @@
 // package-lock.json, the kit workspace's package.json (npm ci needs every workspace of the lock) and dist/ from
 // `npm run build`; then `npm ci --omit=dev` from the local npm cache only (`--offline`: a package missing from
 // the cache fails the install and is named, nothing is fetched), `npm start`, GET /healthz, and SIGTERM to the
-// npm process, which must stop node gracefully. Prints the figures: install size, package count, times.
+// npm process, which must stop node gracefully; before the SIGTERM, the web dashboard's page and two validated
+// dashboard API requests (the platform token the first start wrote), so the bundle's parts read on first use
+// are shown to load from a production install too. Prints the figures: install size, package count, times.
 //
 //   node scripts/check-prod-install.mjs [--online] [--keep]
 //
@@ -73,6 +75,19 @@ async function startAndStop() {
     const health = await fetch(`${url}/healthz`);
     if (health.status !== 200) throw new Error(`GET /healthz answered ${health.status}`);
     figures.push(['GET /healthz', `${health.status} ${(await health.text()).trim()}`]);
+    // What the bundle loads after start (decision PERF-90): the web dashboard's files, and a request parsed,
+    // authenticated and validated (the validator library and Ajv are chunks read on first use).
+    const page = await fetch(`${url}/dashboard/`);
+    if (page.status !== 200) throw new Error(`GET /dashboard/ answered ${page.status}`);
+    await page.arrayBuffer();
+    const auth = { Authorization: `Bearer ${readFileSync(join(dataDir, 'platform-token'), 'utf8').trim()}` };
+    const me = await fetch(`${url}/dashboard/v1/me`, { headers: auth });
+    if (me.status !== 200) throw new Error(`GET /dashboard/v1/me answered ${me.status}: ${await me.text()}`);
+    await me.arrayBuffer();
+    const refused = await fetch(`${url}/dashboard/v1/builders`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: '{"name":"Prod Install"}' });
+    const problem = await refused.json();
+    if (refused.status !== 422 || problem.code !== 'field_required') throw new Error(`POST /dashboard/v1/builders without an email answered ${refused.status}: ${JSON.stringify(problem)}`);
+    figures.push(['GET /dashboard/, GET /dashboard/v1/me, POST without email', `${page.status}, ${me.status}, ${refused.status} ${problem.code}`]);
     // The node process npm started (`exec` in the start script makes it npm's direct child).
     const nodePid = Number(execFileSync('pgrep', ['-P', String(child.pid)], { encoding: 'utf8' }).trim().split('\n')[0]);
     const stopping = performance.now();

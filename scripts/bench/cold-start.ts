@@ -26,6 +26,18 @@ export interface ColdStart {
    */
   healthzCpuMs: number;
   operationCpuMs: number;
+  /** The server's resident set (MB) once the operation is answered: what a start leaves in memory. */
+  rssMb: number;
+}
+
+/** Resident set size of a process in MB (Linux; NaN elsewhere). */
+export function rssMb(pid: number): number {
+  try {
+    const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb === undefined ? Number.NaN : Number(kb) / 1024;
+  } catch {
+    return Number.NaN;
+  }
 }
 
 /** User + system CPU time of a process (all threads), in milliseconds (Linux; NaN elsewhere). */
@@ -84,7 +96,8 @@ export async function measureColdStart(
     const res = await fetch(`${url}${operation.path}`, { headers: { Authorization: operation.auth } });
     await res.arrayBuffer();
     if (res.status !== 200) throw new Error(`the operation answered ${res.status}`);
-    return { healthzMs, operationMs: performance.now() - t0, healthzCpuMs, operationCpuMs: cpuMs(child.pid ?? 0) };
+    const operationMs = performance.now() - t0;
+    return { healthzMs, operationMs, healthzCpuMs, operationCpuMs: cpuMs(child.pid ?? 0), rssMb: rssMb(child.pid ?? 0) };
   } finally {
     const exited = new Promise((r) => child.once('exit', r));
     child.kill('SIGTERM');
@@ -94,7 +107,7 @@ export async function measureColdStart(
 
 export const describeColdStart = (c: ColdStart): string =>
   `/healthz ${Math.round(c.healthzMs)} ms (CPU ${Math.round(c.healthzCpuMs)} ms), ` +
-  `first validated operation ${Math.round(c.operationMs)} ms (CPU ${Math.round(c.operationCpuMs)} ms)`;
+  `first validated operation ${Math.round(c.operationMs)} ms (CPU ${Math.round(c.operationCpuMs)} ms), RSS ${c.rssMb.toFixed(1)} MB`;
 
 /** A store with one launched student, so the cold start reads a real member row. */
 export async function prepareColdStartStore(): Promise<{ dataDir: string; path: string; auth: string }> {
@@ -132,6 +145,7 @@ export const medianColdStart = (runs: readonly ColdStart[]): ColdStart => ({
   operationMs: median(runs.map((r) => r.operationMs)),
   healthzCpuMs: median(runs.map((r) => r.healthzCpuMs)),
   operationCpuMs: median(runs.map((r) => r.operationCpuMs)),
+  rssMb: median(runs.map((r) => r.rssMb)),
 });
 
 async function main(): Promise<void> {

@@ -50,11 +50,11 @@ export function dashboardServedSpec(full: SpecObject = loadBundledSpec('dashboar
   return { ...full, paths: Object.fromEntries(Object.entries(paths).filter(([path]) => path.startsWith(`${DASHBOARD_PATH}/`))) };
 }
 
-export function dashboardPipeline(services: Services, options: PipelineOptions): RequestHandler {
+function buildDashboardPipeline(services: Services, options: PipelineOptions): RequestHandler {
   const ids = Object.keys(dashboardHandlers) as DashboardOperationId[];
   const table: Record<string, OperationEntry> = Object.fromEntries(ids.map((id) => [id, dashboardOperations[id]]));
   const spec = dashboardServedSpec();
-  const pipeline = contractPipeline(
+  return contractPipeline(
     {
       version: 'dashboard',
       spec,
@@ -66,11 +66,19 @@ export function dashboardPipeline(services: Services, options: PipelineOptions):
     services,
     options,
   );
+}
+
+export function dashboardPipeline(services: Services, options: PipelineOptions): RequestHandler {
+  // Made on the first request under /dashboard/v1, not at start: its spec is the largest of the bundled
+  // ones, and parsing it, its routes and its validation rules were a share of every cold start that no
+  // tool request needs (PERF-92).
+  let pipeline: RequestHandler | undefined;
   return (req: Request, res: Response, next: NextFunction): void => {
     if (req.path !== DASHBOARD_PATH && !req.path.startsWith(`${DASHBOARD_PATH}/`)) {
       next();
       return;
     }
+    pipeline ??= buildDashboardPipeline(services, options);
     void pipeline(req, res, next);
   };
 }
