@@ -7,11 +7,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isObject, LmsError, readJson, sendEmpty, sendJson } from './http.js';
 import type { Platform } from './platform.js';
-import { AGS_MEDIA_TYPES, AGS_SCOPES, urlOf } from './platform.js';
+import { AGS_MEDIA_TYPES, AGS_SCOPES, settingsFrom, urlOf } from './platform.js';
 import type { AgsTarget } from './profiles.js';
 import type { CourseRow, LineItemRow, ScoreRow } from './store.js';
-import { courseOf, deploymentOf, enrolmentRoles, lineItemOf, nextCounter } from './store.js';
-import { effectiveSettings, scopesIn } from './deployment-settings.js';
+import { enrolmentRoles, lineItemOf, nextCounter } from './store.js';
+import type { EffectiveSettings } from './deployment-settings.js';
+import { effectiveOf, overridesFrom, scopesIn } from './deployment-settings.js';
 import type { AccessToken } from './token.js';
 import { expiredToken, requireScope } from './token.js';
 
@@ -22,12 +23,29 @@ function unprocessable(field: string, message: string): LmsError {
   return new LmsError(422, 'invalid_request', message, {}, field);
 }
 
-/** The course of an AGS URL, when the token's client is the course's tool; 404 otherwise. */
-async function courseOfToken(platform: Platform, token: AccessToken, courseId: string): Promise<CourseRow> {
-  const course = await courseOf(platform.db, courseId);
-  const deployment = course ? await deploymentOf(platform.db, course.deployment_id) : null;
-  if (!course || !deployment || deployment.client_id !== token.clientId) throw new LmsError(404, 'not_found', `course ${courseId} not found`);
-  return course;
+/**
+ * The course of an AGS URL, when the token's client is the course's tool (404 otherwise), with the
+ * settings of its deployment (LTI-72), in one statement (PERF-72): the course, its deployment, the
+ * deployment's registration and own settings, and the LMS-wide lifetimes were six reads per AGS request.
+ * Still read at each use, never cached (LTI-80).
+ */
+async function courseOfToken(platform: Platform, token: AccessToken, courseId: string): Promise<{ course: CourseRow; here: EffectiveSettings }> {
+  const row = await platform.db.get<CourseRow & { d_client_id: string; r_grants_line_item_scope: number | null; s_settings: string | null; g_lifetimes: string | null }>(
+    `SELECT c.id, c.deployment_id, c.title, c.label, c.history, c.created, d.client_id AS d_client_id,
+            r.grants_line_item_scope AS r_grants_line_item_scope, s.settings AS s_settings,
+            (SELECT value FROM lms_settings WHERE name = 'lifetimes') AS g_lifetimes
+       FROM lms_courses c
+       JOIN lms_deployments d ON d.deployment_id = c.deployment_id
+       LEFT JOIN lms_registrations r ON r.client_id = d.client_id
+       LEFT JOIN lms_deployment_settings s ON s.deployment_id = c.deployment_id
+      WHERE c.id = ?`,
+    [courseId],
+  );
+  if (!row || row.d_client_id !== token.clientId) throw new LmsError(404, 'not_found', `course ${courseId} not found`);
+  const { d_client_id: _client, r_grants_line_item_scope: grants, s_settings: own, g_lifetimes: lifetimes, ...course } = row;
+  // A deployment whose registration is gone counts as granting, as `effectiveSettings` has it.
+  const here = effectiveOf(settingsFrom(lifetimes), { grants_line_item_scope: grants ?? 1 }, overridesFrom(own));
+  return { course, here };
 }
 
 async function itemOfCourse(platform: Platform, course: CourseRow, id: string): Promise<LineItemRow> {
@@ -217,9 +235,8 @@ export async function handleAgs(
   res: ServerResponse,
   query: URLSearchParams,
 ): Promise<void> {
-  const course = await courseOfToken(platform, given, target.courseId);
   // The course's deployment decides how long the client's token lives here and which of its scopes count (LTI-72).
-  const here = await effectiveSettings(platform, course.deployment_id);
+  const { course, here } = await courseOfToken(platform, given, target.courseId);
   if (given.issuedMs !== null && given.issuedMs + here.access_token_ttl_seconds * 1000 <= platform.clock.nowMs()) throw expiredToken();
   const token: AccessToken = { ...given, scopes: scopesIn(here, given.scopes) };
   const method = req.method ?? 'GET';

@@ -35,7 +35,12 @@ export const NO_OVERRIDES: Readonly<DeploymentOverrides> = {
 /** Read at each use, never cached: another process sharing the store may have changed them (LTI-80). */
 export async function overridesOf(db: LmsDb, deploymentId: string): Promise<DeploymentOverrides> {
   const row = await db.get<{ settings: string }>('SELECT settings FROM lms_deployment_settings WHERE deployment_id = ?', [deploymentId]);
-  return row ? { ...NO_OVERRIDES, ...(JSON.parse(row.settings) as Partial<DeploymentOverrides>) } : { ...NO_OVERRIDES };
+  return overridesFrom(row?.settings ?? null);
+}
+
+/** A deployment's overrides from their stored JSON (`lms_deployment_settings.settings`), or none. */
+export function overridesFrom(raw: string | null): DeploymentOverrides {
+  return raw ? { ...NO_OVERRIDES, ...(JSON.parse(raw) as Partial<DeploymentOverrides>) } : { ...NO_OVERRIDES };
 }
 
 export function effectiveOf(settings: LmsSettings, registration: Pick<RegistrationRow, 'grants_line_item_scope'>, own: DeploymentOverrides): EffectiveSettings {

@@ -49,7 +49,11 @@ export const DEFAULT_SETTINGS: Readonly<LmsSettings> = {
 
 /** Read at each use, never cached: another process sharing the store may have changed them. */
 export async function settingsOf(platform: Pick<Platform, 'db'>): Promise<LmsSettings> {
-  const raw = await getSetting(platform.db, 'lifetimes');
+  return settingsFrom(await getSetting(platform.db, 'lifetimes'));
+}
+
+/** The settings from their stored JSON (`lms_settings` row `lifetimes`), or the defaults without one. */
+export function settingsFrom(raw: string | null): LmsSettings {
   return raw ? { ...DEFAULT_SETTINGS, ...(JSON.parse(raw) as Partial<LmsSettings>) } : { ...DEFAULT_SETTINGS };
 }
 

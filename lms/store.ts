@@ -13,6 +13,8 @@
  * conditional DELETE, UPDATE or upsert whose `changes` says who won), never a check in process memory.
  */
 import { mkdirSync } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
@@ -237,23 +239,45 @@ function sqliteParams(params: readonly LmsParam[] | undefined): LmsParam[] {
   return params ? params.map((p) => (p === undefined ? null : p)) : [];
 }
 
-/** One connection: statements run synchronously, and a transaction holds the connection until it ends. */
+/**
+ * One connection: statements run synchronously, and a transaction holds the connection until it ends.
+ *
+ * Durability (PERF-74, as the service's store has it, PERF-03): a file store runs WAL with
+ * `synchronous=NORMAL`, so a commit appends to the WAL without an fsync inside the statement (FULL's
+ * fsync blocked the event loop on every write: the Sandbox's LMS shares it with the service); a write is
+ * answered only once an fsync of the WAL that started after its commit has completed, on libuv's thread
+ * pool, and writes committing meanwhile share the next fsync. Reads do not wait for fsyncs in flight (the
+ * service's store makes them wait): a score is 4 reads and a write, and under steady writes each read would
+ * wait for one or two fsyncs, which cost more throughput than the fsync on the loop did. So a reader may see
+ * a write a few milliseconds before it is durable; its writer has not been answered yet.
+ */
 class SqliteLmsStore implements LmsStore {
   readonly dialect = 'sqlite' as const;
   readonly #db: Database.Database;
+  readonly #file: string;
   readonly #statements = new Map<string, Database.Statement>();
   /** Settled when the open transaction ends; other statements wait for it, so none slips into it. */
   #busy: Promise<void> | null = null;
+  /** Writes committed, and how many of them an fsync has made durable (group commit). */
+  #committed = 0;
+  #durable = 0;
+  #syncs = 0;
+  #syncing: Promise<void> | null = null;
+  #wal: FileHandle | null = null;
 
-  private constructor(db: Database.Database) {
+  private constructor(db: Database.Database, file: string) {
     this.#db = db;
+    this.#file = file;
   }
 
   static open(file: string): SqliteLmsStore {
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
     const db = new Database(file);
     try {
-      if (file !== ':memory:') db.pragma('journal_mode = WAL');
+      if (file !== ':memory:') {
+        db.pragma('journal_mode = WAL');
+        db.pragma('synchronous = NORMAL');
+      }
       db.pragma('foreign_keys = ON');
       db.pragma('busy_timeout = 5000');
       db.transaction(() => {
@@ -265,7 +289,7 @@ class SqliteLmsStore implements LmsStore {
       db.close();
       throw err;
     }
-    return new SqliteLmsStore(db);
+    return new SqliteLmsStore(db, file);
   }
 
   #prepare(sql: string): Database.Statement {
@@ -279,6 +303,48 @@ class SqliteLmsStore implements LmsStore {
 
   async #idle(): Promise<void> {
     while (this.#busy) await this.#busy;
+  }
+
+  /** After a statement outside a transaction: a write waits for its fsync (a read does not, see above). */
+  async #settled(sql: string): Promise<void> {
+    if (this.#file === ':memory:' || this.#prepare(sql).readonly) return;
+    this.#committed += 1;
+    await this.#durableThrough(this.#committed);
+  }
+
+  /** Writes committed and the fsyncs that made them durable, since the store opened (PERF-74). */
+  durability(): { commits: number; syncs: number } {
+    return { commits: this.#committed, syncs: this.#syncs };
+  }
+
+  async #durableThrough(commit: number): Promise<void> {
+    while (this.#durable < commit) {
+      this.#syncing ??= this.#syncWal();
+      await this.#syncing;
+    }
+  }
+
+  async #syncWal(): Promise<void> {
+    const through = this.#committed;
+    try {
+      if (!this.#wal) {
+        // The WAL's directory entry and the database file's header must be durable too: once, here.
+        for (const path of [dirname(this.#file), this.#file]) {
+          const handle = await open(path, 'r');
+          try {
+            await handle.sync();
+          } finally {
+            await handle.close();
+          }
+        }
+        this.#wal = await open(`${this.#file}-wal`, 'r+');
+      }
+      await this.#wal.datasync();
+      this.#syncs += 1;
+      this.#durable = Math.max(this.#durable, through);
+    } finally {
+      this.#syncing = null;
+    }
   }
 
   /** @internal the statements of the store and of its transaction */
@@ -298,29 +364,35 @@ class SqliteLmsStore implements LmsStore {
 
   async get<T extends object>(sql: string, params?: readonly LmsParam[]): Promise<T | undefined> {
     await this.#idle();
-    return this.getNow<T>(sql, params);
+    const row = this.getNow<T>(sql, params);
+    await this.#settled(sql);
+    return row;
   }
 
   async all<T extends object>(sql: string, params?: readonly LmsParam[]): Promise<T[]> {
     await this.#idle();
-    return this.allNow<T>(sql, params);
+    const rows = this.allNow<T>(sql, params);
+    await this.#settled(sql);
+    return rows;
   }
 
   async run(sql: string, params?: readonly LmsParam[]): Promise<LmsRunResult> {
     await this.#idle();
-    return this.runNow(sql, params);
+    const result = this.runNow(sql, params);
+    await this.#settled(sql);
+    return result;
   }
 
   async transaction<T>(fn: (tx: LmsDb) => Promise<T>): Promise<T> {
     await this.#idle();
     let release: () => void = () => undefined;
     this.#busy = new Promise<void>((resolve) => (release = resolve));
+    let result: T;
     try {
       this.#db.exec('BEGIN IMMEDIATE');
       try {
-        const result = await fn(new SqliteLmsTransaction(this));
+        result = await fn(new SqliteLmsTransaction(this));
         this.#db.exec('COMMIT');
-        return result;
       } catch (err) {
         if (this.#db.inTransaction) this.#db.exec('ROLLBACK');
         throw err;
@@ -329,11 +401,21 @@ class SqliteLmsStore implements LmsStore {
       this.#busy = null;
       release();
     }
+    // Outside the transaction's hold: the next statements run while this commit's fsync does.
+    if (this.#file !== ':memory:') {
+      this.#committed += 1;
+      await this.#durableThrough(this.#committed);
+    }
+    return result;
   }
 
   async close(): Promise<void> {
     await this.#idle();
+    // Writes still waiting for their fsync get it before the connection goes away.
+    if (this.#file !== ':memory:' && this.#db.open) await this.#durableThrough(this.#committed);
     if (this.#db.open) this.#db.close();
+    await this.#wal?.close();
+    this.#wal = null;
   }
 }
 

@@ -10,7 +10,7 @@
 import { isStaff } from '../launches/groups.js';
 import { Problem } from '../http/problem.js';
 import type { Guard, GuardContext } from '../http/registry.js';
-import type { MemberRecord, Store } from '../store/index.js';
+import type { MemberRecord, ScoreRead, Store } from '../store/index.js';
 import { MESSAGES } from './credentials.js';
 import type { Principal } from './principal.js';
 
@@ -101,20 +101,20 @@ export function authorizeScore(
   return { allowed: true, sourceType: 'session', sourceId: principal.token.userId };
 }
 
-/** Looks up the facts `authorizeScore` decides on. */
+/**
+ * Looks up the facts `authorizeScore` decides on, in the one statement that also reads what the score is
+ * published against (PERF-70): the score path reads each row once per request, and the guard still
+ * decides before the body is read (GAP-23).
+ */
 export async function loadScoreFacts(
-  store: Pick<Store, 'members' | 'placements'>,
+  store: Pick<Store, 'placements'>,
   principal: Principal,
   target: ScoreTarget,
-): Promise<ScoreFacts & { member: MemberRecord | null }> {
-  const member = await store.members.getInContext(target.contextId, target.memberId);
-  const memberInContext = member !== null;
-  const placed = memberInContext ? await store.placements.isPlaced(target.appId, target.contextId, target.locationId) : false;
-  const callerMember =
-    principal.kind === 'session' && principal.token.userId !== null
-      ? await store.members.find(target.contextId, principal.token.userId)
-      : null;
-  return { memberInContext, placed, callerMember, member };
+): Promise<ScoreFacts & { read: ScoreRead }> {
+  const callerUserId = principal.kind === 'session' ? principal.token.userId : null;
+  const read = await store.placements.scoreRead(target.contextId, target.appId, target.locationId, target.memberId, callerUserId);
+  const memberInContext = read.member !== null;
+  return { memberInContext, placed: memberInContext && read.placed, callerMember: read.callerMember, read };
 }
 
 export interface ScoreGuardResult {
@@ -125,6 +125,8 @@ export interface ScoreGuardResult {
   sourceId: string;
   /** The URL's member as the guard read it, so the score path does not read it again (PERF-41). */
   member: MemberRecord | null;
+  /** What the score is published against, read with the guard's facts (PERF-70). */
+  scored: ScoreRead['scored'];
 }
 
 type ScorePathParams = { context_id: string; app_id: string; location_id: string; member_id: string };
@@ -144,6 +146,14 @@ export function scoreGuard<Op extends { parameters: { path: ScorePathParams } }>
     const facts = await loadScoreFacts(ctx.services.store, ctx.principal, target);
     const decision = authorizeScore(ctx.principal, target, form, facts);
     if (!decision.allowed) throw decision.problem;
-    return { target, form, principal: ctx.principal, sourceType: decision.sourceType, sourceId: decision.sourceId, member: facts.member };
+    return {
+      target,
+      form,
+      principal: ctx.principal,
+      sourceType: decision.sourceType,
+      sourceId: decision.sourceId,
+      member: facts.read.member,
+      scored: facts.read.scored,
+    };
   };
 }

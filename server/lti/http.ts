@@ -5,7 +5,8 @@
  * Redirects are not followed; one timer bounds the whole call; bodies are read up to a cap.
  */
 import http from 'node:http';
-import https from 'node:https';
+import httpsModule from 'node:https';
+import { isIP } from 'node:net';
 import { pinnedLookup } from '../../rules/endpoint-url.js';
 import type { LmsEndpointField, ToolHttpClient } from '../outbound/index.js';
 import { OUTBOUND_USER_AGENT } from '../outbound/index.js';
@@ -30,6 +31,28 @@ export type LmsAnswer =
   /** Nothing usable came back: the URL failed the rules, or the network or the clock did. */
   | { ok: false; reason: string };
 
+/** How many vetted IP-literal URLs a process keeps (PERF-73); all are dropped when it is reached. */
+const MAX_VETTED_URLS = 1024;
+
+/** A vetted URL as a request needs it; the headers are the ones every request to the LMS carries. */
+interface LmsTarget {
+  client: typeof http | typeof httpsModule;
+  hostname: string;
+  port: number;
+  path: string;
+  options: Pick<http.RequestOptions, 'lookup'> & { servername?: string };
+  headers: Readonly<Record<string, string>>;
+}
+
+function sameOrigin(url: URL, issuer: string): boolean {
+  if (issuer === '') return false;
+  try {
+    return new URL(issuer).origin === url.origin;
+  } catch {
+    return false;
+  }
+}
+
 function bare(hostname: string): string {
   return hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
 }
@@ -52,16 +75,18 @@ export class LmsHttp {
     return this.outbound.check(url, field);
   }
 
+  /**
+   * Where each URL whose host is an IP literal goes, once vetted (PERF-73): for such a URL the rules'
+   * answer depends on nothing but the URL (no resolution), so an AGS scores URL is checked and parsed once,
+   * not per score. Keyed by the own LMS's issuer too, since a URL under it is not vetted (LTI-43); URLs of
+   * the issuer's origin and named hosts (resolved and pinned per request) are never kept.
+   */
+  readonly #vetted = new Map<string, LmsTarget>();
+
   async request(req: LmsRequest): Promise<LmsAnswer> {
     const timeoutMs = req.timeoutMs ?? LMS_TIMEOUT_MS;
-    const own = ownLmsTarget(this.own, req.url);
-    // The service's own LMS is reached where the process listens (no rules, no pinning: it is itself).
-    const check = own
-      ? ({ ok: true, url: own.href, hostname: bare(own.hostname), port: portOf(own), addresses: [] } as const)
-      : await this.outbound.check(req.url, req.field, timeoutMs);
-    if (!check.ok) return { ok: false, reason: check.message };
-    const url = new URL(check.url);
-    const client = url.protocol === 'https:' ? https : http;
+    const target = await this.#target(req, timeoutMs);
+    if ('reason' in target) return target;
     return new Promise((resolve) => {
       let settled = false;
       const settle = (answer: LmsAnswer): void => {
@@ -70,19 +95,15 @@ export class LmsHttp {
         clearTimeout(timer);
         resolve(answer);
       };
-      const outgoing = client.request(
+      const outgoing = target.client.request(
         {
           method: req.method,
-          hostname: check.hostname,
-          port: check.port,
-          path: `${url.pathname}${url.search}`,
-          ...(check.addresses.length > 0 ? { lookup: pinnedLookup(check.addresses) } : {}),
-          ...(url.protocol === 'https:' && !/^[\d.:]+$/.test(check.hostname) ? { servername: check.hostname } : {}),
+          hostname: target.hostname,
+          port: target.port,
+          path: target.path,
+          ...target.options,
           headers: {
-            Host: own ? new URL(req.url).host : url.host,
-            // Canvas refuses server calls without one.
-            'User-Agent': OUTBOUND_USER_AGENT,
-            Accept: 'application/json',
+            ...target.headers,
             ...(req.body !== undefined ? { 'Content-Length': String(Buffer.byteLength(req.body)) } : {}),
             ...req.headers,
           },
@@ -99,7 +120,14 @@ export class LmsHttp {
             }
             chunks.push(chunk);
           });
-          res.on('end', () => settle({ ok: true, status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+          res.on('end', () =>
+            settle({
+              ok: true,
+              status: res.statusCode ?? 0,
+              headers: res.headers,
+              body: chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8'),
+            }),
+          );
           res.on('error', (err) => settle({ ok: false, reason: `${req.field} could not be read: ${err.message}` }));
         },
       );
@@ -110,6 +138,45 @@ export class LmsHttp {
       outgoing.on('error', (err: NodeJS.ErrnoException) => settle({ ok: false, reason: `${req.field} could not be reached (${err.code ?? err.message})` }));
       outgoing.end(req.body);
     });
+  }
+
+  /** The URL under the rules (or the own LMS's transport), as what a request to it needs. */
+  async #target(req: LmsRequest, timeoutMs: number): Promise<LmsTarget | { ok: false; reason: string }> {
+    const issuer = this.own?.issuer() ?? '';
+    const key = `${issuer}\n${req.url}`;
+    const known = this.#vetted.get(key);
+    if (known) return known;
+    const own = ownLmsTarget(this.own, req.url);
+    // The service's own LMS is reached where the process listens (no rules, no pinning: it is itself).
+    const check = own
+      ? ({ ok: true, url: own.href, hostname: bare(own.hostname), port: portOf(own), addresses: [] } as const)
+      : await this.outbound.check(req.url, req.field, timeoutMs);
+    if (!check.ok) return { ok: false, reason: check.message };
+    const url = new URL(check.url);
+    const https = url.protocol === 'https:';
+    const target: LmsTarget = {
+      client: https ? httpsModule : http,
+      hostname: check.hostname,
+      port: check.port,
+      path: `${url.pathname}${url.search}`,
+      options: {
+        ...(check.addresses.length > 0 ? { lookup: pinnedLookup(check.addresses) } : {}),
+        ...(https && !/^[\d.:]+$/.test(check.hostname) ? { servername: check.hostname } : {}),
+      },
+      headers: {
+        Host: own ? new URL(req.url).host : url.host,
+        // Canvas refuses server calls without one.
+        'User-Agent': OUTBOUND_USER_AGENT,
+        Accept: 'application/json',
+      },
+    };
+    const literal = !own && check.addresses.length === 1 && check.addresses[0] === check.hostname && isIP(check.hostname) !== 0;
+    if (literal && !sameOrigin(url, issuer)) {
+      // Bounded: a process publishes to a handful of LMSes, each with a URL per gradebook column.
+      if (this.#vetted.size >= MAX_VETTED_URLS) this.#vetted.clear();
+      this.#vetted.set(key, target);
+    }
+    return target;
   }
 
   /** GET a JSON object; a non-200 or non-object answer is a reason. */

@@ -4,7 +4,7 @@
  * ID; the line item is the absolute URL the launch's AGS claim gave the placement; every request passes
  * the endpoint URL rules.
  */
-import type { LmsPlatform } from '../scores/lms-registry.js';
+import type { GradeService, LmsPlatform } from '../scores/lms-registry.js';
 import type { OrganizationRecord, Store } from '../store/index.js';
 import type { LmsHttp } from './http.js';
 import { lmsExchange, lmsFetch } from './http.js';
@@ -12,8 +12,9 @@ import { lmsExchange, lmsFetch } from './http.js';
 export function ltiPlatforms(store: Pick<Store, 'lti'>, lms: LmsHttp): (organization: OrganizationRecord) => Promise<LmsPlatform | null> {
   const send = lmsFetch(lms, 'lineitem');
   const exchange = lmsExchange(lms, 'lineitem');
-  return async (organization) => {
-    const registration = await store.lti.findGradeService(organization.issuer, organization.client);
+  return async (organization: OrganizationRecord, known?: GradeService | null) => {
+    // A score reads its school's grade service with its records (PERF-70); other callers read it here.
+    const registration = known !== undefined ? known : await store.lti.findGradeService(organization.issuer, organization.client);
     if (!registration) return null;
     return {
       tokenUrl: registration.tokenUrl,

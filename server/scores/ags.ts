@@ -108,6 +108,8 @@ export class AgsPublisher implements Publisher {
   private readonly marginMs: number;
   private readonly tokens = new Map<string, CachedToken>();
   private readonly inflight = new Map<string, Promise<TokenResult>>();
+  /** Each column's scores URL, made once (PERF-73): every score of a column is POSTed to the same one. */
+  private readonly scoresUrls = new Map<string, string>();
 
   constructor(options: AgsPublisherOptions) {
     this.signer = options.signer;
@@ -122,14 +124,15 @@ export class AgsPublisher implements Publisher {
     if (p.placement.lineItemId === null) {
       return failed(`location ${p.location.id} has no line item in the LMS gradebook of context ${p.context.id}`);
     }
-    const platform = await this.registry.platformFor(p.organization);
+    const platform = await this.registry.platformFor(p.organization, p.gradeService);
     if (!platform) {
       return failed(`the LMS of school ${p.organization.id} has no grade service registered with this service`);
     }
     let lineItemUrl: string;
+    let scoresOf: string;
     try {
       lineItemUrl = platform.lineItemUrl(p.context.id, p.placement.lineItemId);
-      new URL(lineItemUrl);
+      scoresOf = this.scoresUrlOf(lineItemUrl);
     } catch {
       return failed(`location ${p.location.id} has no usable line item URL in context ${p.context.id}`);
     }
@@ -153,7 +156,7 @@ export class AgsPublisher implements Publisher {
       };
       if (p.comment !== '') score['comment'] = p.comment;
       const result = await this.authorized(platform, scopes, (token) =>
-        this.send(platform, scoresUrl(lineItemUrl), {
+        this.send(platform, scoresOf, {
           method: 'POST',
           headers: { authorization: `Bearer ${token}`, 'content-type': AGS_MEDIA_TYPES.score, accept: 'application/json' },
           body: JSON.stringify(score),
@@ -167,6 +170,18 @@ export class AgsPublisher implements Publisher {
       if (err instanceof HttpFailure) return failed(err.message);
       throw err;
     }
+  }
+
+  /** `scoresUrl` of a line item URL; throws for a URL that does not parse. */
+  private scoresUrlOf(lineItemUrl: string): string {
+    let url = this.scoresUrls.get(lineItemUrl);
+    if (url === undefined) {
+      url = scoresUrl(lineItemUrl);
+      // Bounded: a process publishes to a few thousand columns at most between restarts; past that, start over.
+      if (this.scoresUrls.size >= 4096) this.scoresUrls.clear();
+      this.scoresUrls.set(lineItemUrl, url);
+    }
+    return url;
   }
 
   /** PUTs the line item's points; returns the failed outcome, or null when the points are set. */

@@ -7,7 +7,7 @@
 import type { Clock } from '../store/index.js';
 import type { AssertionSigner, FetchLike } from './ags.js';
 import { AgsPublisher } from './ags.js';
-import type { LmsPlatform } from './lms-registry.js';
+import type { GradeService, LmsPlatform } from './lms-registry.js';
 import { createLmsRegistry } from './lms-registry.js';
 import type { Publisher } from './publisher.js';
 import type { OrganizationRecord } from '../store/index.js';
@@ -22,7 +22,7 @@ declare module '../http/services.js' {
 export interface DefaultPublisherOptions {
   signer: AssertionSigner;
   /** Schools with a real LMS registration (`server/lti/platforms.ts`). */
-  schools?: (organization: OrganizationRecord) => Promise<LmsPlatform | null>;
+  schools?: (organization: OrganizationRecord, known?: GradeService | null) => Promise<LmsPlatform | null>;
   clock?: Clock;
   fetch?: FetchLike;
   timeoutMs?: number;
@@ -44,7 +44,7 @@ export type { Publisher, Publication, PublicationOutcome, LmsResponse } from './
 export { AgsPublisher, LINE_ITEM_SCOPE_WITHHELD } from './ags.js';
 export type { AssertionSigner, FetchLike } from './ags.js';
 export { createLmsRegistry } from './lms-registry.js';
-export type { LmsPlatform, LmsRegistry } from './lms-registry.js';
+export type { GradeService, LmsPlatform, LmsRegistry } from './lms-registry.js';
 export { submitScore, attemptJson } from './submit.js';
 export { publishAttempt } from './publish.js';
 export type { PublishDeps, ScoredRecords, SubmittedInstant } from './publish.js';

@@ -35,14 +35,24 @@ export interface LmsExchange {
   body?: string;
 }
 
+/** A school's active registration as grades need it: where to ask for a token, as which client. */
+export interface GradeService {
+  clientId: string;
+  tokenUrl: string;
+  tokenAudience: string | null;
+}
+
 export interface LmsRegistry {
-  /** The school's LMS, or null when the service knows no grade service for it. */
-  platformFor(organization: OrganizationRecord): Promise<LmsPlatform | null>;
+  /**
+   * The school's LMS, or null when the service knows no grade service for it. `known` is the school's
+   * grade service already read with the score's records (PERF-70; null: none); absent, it is read here.
+   */
+  platformFor(organization: OrganizationRecord, known?: GradeService | null): Promise<LmsPlatform | null>;
 }
 
 export interface DefaultLmsRegistryOptions {
   /** Schools with a real LMS registration (`server/lti/platforms.ts`), the Sandbox's LMS among them (LTI-48). */
-  schools?: (organization: OrganizationRecord) => Promise<LmsPlatform | null>;
+  schools?: (organization: OrganizationRecord, known?: GradeService | null) => Promise<LmsPlatform | null>;
 }
 
 /**
@@ -51,6 +61,6 @@ export interface DefaultLmsRegistryOptions {
  */
 export function createLmsRegistry(options: DefaultLmsRegistryOptions): LmsRegistry {
   return {
-    platformFor: (organization) => (options.schools ? options.schools(organization) : Promise.resolve(null)),
+    platformFor: (organization, known) => (options.schools ? options.schools(organization, known) : Promise.resolve(null)),
   };
 }

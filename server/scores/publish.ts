@@ -26,7 +26,7 @@ export interface PublishDeps {
 }
 
 /** The records a score is published against: whose score, in which course, to which gradebook column. */
-export type ScoredRecords = Pick<Publication, 'app' | 'organization' | 'context' | 'location' | 'placement' | 'member' | 'user'>;
+export type ScoredRecords = Pick<Publication, 'app' | 'organization' | 'context' | 'location' | 'placement' | 'member' | 'user' | 'gradeService'>;
 
 export interface SubmittedInstant {
   submittedUs: number;

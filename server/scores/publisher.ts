@@ -13,6 +13,7 @@ import type {
   PlacementRecord,
   UserRecord,
 } from '../store/index.js';
+import type { GradeService } from './lms-registry.js';
 
 /** Everything a publisher needs to put one score in one LMS gradebook column. */
 export interface Publication {
@@ -25,6 +26,11 @@ export interface Publication {
   member: MemberRecord;
   /** The scored person; `externalId` is the LMS user id, which never leaves the service toward a tool. */
   user: UserRecord;
+  /**
+   * The school's grade service when it was read with the records (PERF-70; null: the school has none);
+   * absent, the registry reads it.
+   */
+  gradeService?: GradeService | null;
   /** The fraction sent, 0 to 1. */
   score: number;
   /** The column's points to set before publishing, or null to leave the column as it is. */

@@ -95,20 +95,19 @@ export async function submitScore(
 ): Promise<GradeAttemptJson> {
   const { store } = deps;
   const { target } = guarded;
-  // Each row once, and the placements with the app, course, school, location and person in one
-  // statement (PERF-41, PERF-50); the member as the guard read it.
-  const member = guarded.member ?? (await store.members.getInContext(target.contextId, target.memberId));
-  const scored = await store.placements.scoredRecords(target.contextId, target.appId, target.locationId, member?.userId ?? '');
+  // Each row once: the member, the placements with the app, course, school, location, person and grade
+  // service as the guard read them, in its one statement (PERF-41, PERF-50, PERF-70).
+  const { member, scored } = guarded;
   const placement = await choosePlacement(store, guarded, scored?.placements ?? []);
   if (!placement) throw new Problem(422, 'not_assessment', SCORE_MESSAGES.notAssessment);
   if (!scored || !member || !scored.user) {
-    // The guard saw all of these a moment ago; only a concurrent deletion gets here.
+    // The guard allowed a member of the course, so only its person's row being gone gets here.
     throw new Problem(404, 'member_not_found', SCORE_MESSAGES.memberNotInContext(target.memberId, target.contextId));
   }
-  const { app, context, location, organization, user } = scored;
+  const { app, context, location, organization, user, gradeService } = scored;
 
   const { attempt, outcome } = await publishAttempt(deps, {
-    records: { app, organization, context, location, placement, member, user },
+    records: { app, organization, context, location, placement, member, user, gradeService },
     submission,
     source: { type: guarded.sourceType, id: guarded.sourceId },
     ...(onRecorded ? { onRecorded } : {}),

@@ -1,6 +1,7 @@
 /**
  * The LMS's SQLite file made before its tables were prefixed `lms_` (LTI-80) keeps its data: the old tables
- * are renamed at open, their foreign keys with them.
+ * are renamed at open, their foreign keys with them. Writes to a file store are answered after an fsync
+ * that concurrent writes share (PERF-74).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -33,6 +34,45 @@ describe('the LMS store on a SQLite file of before the lms_ prefix', () => {
         await store.run("INSERT INTO lms_deployments VALUES ('deployment-2', 'client-1', 'x', 2)");
       } finally {
         await store.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the LMS store on a SQLite file: group commit (PERF-74)', () => {
+  it('answers each write after an fsync, shares fsyncs between concurrent writes, and keeps every answered write', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tis-lms-store-'));
+    try {
+      const file = join(dir, 'lms.sqlite');
+      const store = await openLmsStore({ file });
+      const durability = (): { commits: number; syncs: number } => (store as unknown as { durability(): { commits: number; syncs: number } }).durability();
+      try {
+        const before = durability();
+        await Promise.all(
+          Array.from({ length: 40 }, (_, i) => store.run('INSERT INTO lms_settings (name, value) VALUES (?, ?)', [`k${i}`, String(i)])),
+        );
+        await store.transaction(async (tx) => {
+          await tx.run('INSERT INTO lms_settings (name, value) VALUES (?, ?)', ['in-tx', 'x']);
+        });
+        const after = durability();
+        expect(after.commits - before.commits).toBe(41);
+        // Every answered write was behind an fsync, and the concurrent ones shared theirs.
+        expect(after.syncs - before.syncs).toBeGreaterThan(0);
+        expect(after.syncs - before.syncs).toBeLessThan(41);
+        // A read is not a commit.
+        await store.get('SELECT value FROM lms_settings WHERE name = ?', ['k1']);
+        expect(durability().commits).toBe(after.commits);
+      } finally {
+        await store.close();
+      }
+      // Another connection to the file sees every answered write.
+      const again = new Database(file, { readonly: true });
+      try {
+        expect((again.prepare("SELECT COUNT(*) AS n FROM lms_settings WHERE name LIKE 'k%' OR name = 'in-tx'").get() as { n: number }).n).toBe(41);
+      } finally {
+        again.close();
       }
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -111,7 +111,7 @@ export const CONTEXT_COLUMNS =
   'id, organization_id, external_id, name, label, parent_context_id, sandbox_app_id, created_at, updated_at';
 export const USER_COLUMNS =
   'id, organization_id, external_id, given_name, family_name, full_name, email, created_at, updated_at';
-const MEMBER_COLUMNS = 'id, context_id, user_id, group_names, created_at, updated_at';
+export const MEMBER_COLUMNS = 'id, context_id, user_id, group_names, created_at, updated_at';
 
 export function toOrganization(row: OrganizationRow): OrganizationRecord {
   return {
@@ -154,7 +154,7 @@ export function toUser(row: UserRow): UserRecord {
   };
 }
 
-function toMember(row: MemberRow): MemberRecord {
+export function toMember(row: MemberRow): MemberRecord {
   return {
     id: row.id,
     contextId: row.context_id,

@@ -3,8 +3,8 @@ import type { RepoContext } from './common.js';
 import { parseJson } from './common.js';
 import type { AppRecord } from './apps.js';
 import { APP_COLUMNS, toApp } from './apps.js';
-import type { ContextRecord, OrganizationRecord, UserRecord } from './directory.js';
-import { CONTEXT_COLUMNS, ORG_COLUMNS, toContext, toOrganization, toUser, USER_COLUMNS } from './directory.js';
+import type { ContextRecord, MemberRecord, OrganizationRecord, UserRecord } from './directory.js';
+import { CONTEXT_COLUMNS, MEMBER_COLUMNS, ORG_COLUMNS, toContext, toMember, toOrganization, toUser, USER_COLUMNS } from './directory.js';
 import type { LocationRecord, LocationType } from './locations.js';
 import { COLUMNS as LOCATION_COLUMNS, toLocation } from './locations.js';
 
@@ -43,19 +43,54 @@ interface PlacementRow {
 
 const COLUMNS = 'id, app_id, context_id, location_id, resource_link, entry, line_item_id, created_at';
 
+/** Where a school's LMS takes grades (LTI-16), as `LtiRepo.findGradeService` reads it (PERF-48). */
+export interface GradeServiceRecord {
+  clientId: string;
+  tokenUrl: string;
+  tokenAudience: string | null;
+}
+
+/** Everything a score submission reads, from the guard's facts to the records it is published against. */
+export interface ScoreRead {
+  /** The URL's member, if it is a member of the URL's course. */
+  member: MemberRecord | null;
+  /** The session's user's membership in the URL's course (null without a user or membership). */
+  callerMember: MemberRecord | null;
+  /** Whether the tool has placed the location in the course (GAP-21). */
+  placed: boolean;
+  /** The tool's placements of the location in the course, oldest first, and what they are published with. */
+  scored: {
+    placements: PlacementRecord[];
+    app: AppRecord;
+    context: ContextRecord;
+    organization: OrganizationRecord;
+    location: LocationRecord;
+    /** The URL's member's person; null when the member or its row is gone. */
+    user: UserRecord | null;
+    /** The active registration of the school's (issuer, client); null when it has none. */
+    gradeService: GradeServiceRecord | null;
+  } | null;
+}
+
 /** Each record of the joined row: its alias, and its columns as `[alias_column, column]`. */
 const SCORED_PARTS = {
+  m: MEMBER_COLUMNS,
+  cm: MEMBER_COLUMNS,
   p: COLUMNS,
   a: APP_COLUMNS,
   c: CONTEXT_COLUMNS,
   o: ORG_COLUMNS,
   l: LOCATION_COLUMNS,
   u: USER_COLUMNS,
+  r: 'client_id, token_url, token_audience',
 } as const;
 type ScoredAlias = keyof typeof SCORED_PARTS;
 const SCORED_NAMES = {} as Record<ScoredAlias, ReadonlyArray<readonly [string, string]>>;
+/** Each alias's first column (its key), null in the joined row when the LEFT JOIN found nothing. */
+const SCORED_KEYS = {} as Record<ScoredAlias, string>;
 for (const alias of Object.keys(SCORED_PARTS) as ScoredAlias[]) {
   SCORED_NAMES[alias] = SCORED_PARTS[alias].split(',').map((c) => [`${alias}_${c.trim()}`, c.trim()] as const);
+  SCORED_KEYS[alias] = SCORED_NAMES[alias][0]?.[0] ?? '';
 }
 
 /** `alias.column AS alias_column` for each of a repo's columns, so one joined row holds several records. */
@@ -71,6 +106,12 @@ function part<T>(row: Record<string, unknown>, alias: ScoredAlias): T {
   const out: Record<string, unknown> = {};
   for (const [joined, column] of SCORED_NAMES[alias]) out[column] = row[joined];
   return out as T;
+}
+
+/** Whether the joined row holds a record under the alias (its first column, the key, is not null). */
+function present(row: Record<string, unknown>, alias: ScoredAlias): boolean {
+  const key = row[SCORED_KEYS[alias]];
+  return key !== null && key !== undefined;
 }
 
 function toPlacement(row: PlacementRow): PlacementRecord {
@@ -158,38 +199,52 @@ export class PlacementsRepo {
     return this.get(id);
   }
   /**
-   * What a score is published against, in one statement (PERF-50): the tool's placements of the location
-   * in the course, each with the app, the course, its school, the location and the scored person, read
-   * once. Empty when the tool has not placed the location there; `user` is null when its row is gone.
+   * Everything a score submission reads, in one statement (PERF-70; was the guard's three reads, PERF-50's
+   * joined read and the grade service's, PERF-48): the URL's member in the course, the session user's
+   * membership, and the tool's placements of the location in the course, each with the app, the course,
+   * its school, the location, the member's person and the school's active registration. One row per
+   * placement, or one row without a placement; the members, person and registration are on every row.
+   * `memberId` and `callerUserId` that name nothing give null records, never an error.
    */
-  async scoredRecords(
-    contextId: string,
-    appId: string,
-    locationId: string,
-    userId: string,
-  ): Promise<{ placements: PlacementRecord[]; app: AppRecord; context: ContextRecord; organization: OrganizationRecord; location: LocationRecord; user: UserRecord | null } | null> {
+  async scoreRead(contextId: string, appId: string, locationId: string, memberId: string, callerUserId: string | null): Promise<ScoreRead> {
     const rows = await this.ctx.db.all<Record<string, unknown>>(
       `SELECT ${SCORED_SELECT}
-         FROM placements p
-         JOIN apps a ON a.id = p.app_id
-         JOIN contexts c ON c.id = p.context_id
-         JOIN organizations o ON o.id = c.organization_id
-         JOIN locations l ON l.id = p.location_id
-         LEFT JOIN users u ON u.id = ?
-        WHERE p.context_id = ? AND p.app_id = ? AND p.location_id = ?
+         FROM (SELECT 1 AS one) base
+         LEFT JOIN members m ON m.id = ? AND m.context_id = ?
+         LEFT JOIN members cm ON cm.context_id = ? AND cm.user_id = ?
+         LEFT JOIN users u ON u.id = m.user_id
+         LEFT JOIN placements p ON p.context_id = ? AND p.app_id = ? AND p.location_id = ?
+         LEFT JOIN apps a ON a.id = p.app_id
+         LEFT JOIN contexts c ON c.id = p.context_id
+         LEFT JOIN organizations o ON o.id = c.organization_id
+         LEFT JOIN locations l ON l.id = p.location_id
+         LEFT JOIN lti_registrations r ON r.issuer = o.issuer AND r.client_id = o.client AND r.status = 'active'
         ORDER BY p.created_at, p.id`,
-      [userId, contextId, appId, locationId],
+      [memberId, contextId, contextId, callerUserId, contextId, appId, locationId],
     );
-    const first = rows[0];
-    if (!first) return null;
-    const user = first['u_id'] === null || first['u_id'] === undefined ? null : toUser(part(first, 'u'));
+    const first = rows[0] ?? {};
+    const member = present(first, 'm') ? toMember(part(first, 'm')) : null;
+    const callerMember = present(first, 'cm') ? toMember(part(first, 'cm')) : null;
+    const placed = present(first, 'p');
+    // The placements whose app, course, school and location rows exist (they always do: foreign keys).
+    const whole = rows.filter((row) => present(row, 'p') && present(row, 'a') && present(row, 'c') && present(row, 'o') && present(row, 'l'));
+    const head = whole[0];
+    if (!head) return { member, callerMember, placed, scored: null };
     return {
-      placements: rows.map((row) => toPlacement(part(row, 'p'))),
-      app: toApp(part(first, 'a')),
-      context: toContext(part(first, 'c')),
-      organization: toOrganization(part(first, 'o')),
-      location: toLocation(part(first, 'l')),
-      user,
+      member,
+      callerMember,
+      placed,
+      scored: {
+        placements: whole.map((row) => toPlacement(part(row, 'p'))),
+        app: toApp(part(head, 'a')),
+        context: toContext(part(head, 'c')),
+        organization: toOrganization(part(head, 'o')),
+        location: toLocation(part(head, 'l')),
+        user: present(head, 'u') ? toUser(part(head, 'u')) : null,
+        gradeService: present(head, 'r')
+          ? { clientId: head['r_client_id'] as string, tokenUrl: head['r_token_url'] as string, tokenAudience: (head['r_token_audience'] as string | null) ?? null }
+          : null,
+      },
     };
   }
 }
