@@ -20,10 +20,10 @@ import { createLogger } from './http/log.js';
 import type { ContractDefinition } from './http/pipeline.js';
 import { contractPipeline, requestLocals } from './http/pipeline.js';
 import { internalError, isProblem, Problem, PROBLEM_CONTENT_TYPE, reasonPhrase } from './http/problem.js';
-import { noStoreWithCredentials } from './http/no-store.js';
+import { markNoStore, noStoreWithCredentials } from './http/no-store.js';
 import { CredentialThrottle, DEFAULT_THROTTLE_LIMITS } from './throttle/index.js';
 import { flagDevelopmentUrls } from './outbound/development-urls.js';
-import { contractRequestContext, requestContext } from './http/request-context.js';
+import { contractRequestContext, requestContext, stampContractVersion } from './http/request-context.js';
 import { createFrontServer } from './http/front.js';
 import type { ContractFront, ContractResponse } from './http/front.js';
 import { OperationRouter } from './http/routes.js';
@@ -134,6 +134,7 @@ function createHttp(services: Services, options: AppOptions = {}): { app: Expres
     return router !== undefined && router.lookup(req.method, req.path).kind !== 'not_found';
   };
   const contractPaths = [...routes.values()];
+  const isContractPath = (path: string): boolean => contractPaths.some((router) => router.has(path));
   const servedVersionOf = (res: Response): string =>
     (res.locals as { contractVersion?: string }).contractVersion ?? CURRENT_CONTRACT_VERSION;
 
@@ -166,7 +167,7 @@ function createHttp(services: Services, options: AppOptions = {}): { app: Expres
   // these paths, and passing them all was a share of every tool request. Anything else, including a path
   // no contract has, goes through them and reaches the same dispatch at the end.
   app.use((req: Request, res: Response, next: NextFunction) => {
-    if (contractPaths.some((router) => router.has(req.path))) void dispatchContract(req, res, next);
+    if (isContractPath(req.path)) void dispatchContract(req, res, next);
     else next();
   });
 
@@ -266,11 +267,9 @@ function createHttp(services: Services, options: AppOptions = {}): { app: Expres
 
   const notFound = (req: Request, res: Response): void =>
     sendProblem(res, new Problem(404, 'not_found', `no operation at ${req.method} ${req.path}`));
-  const contractHeaders = (res: ContractResponse): void => {
-    if (!res.getHeader('Contract-Version')) res.setHeader('Contract-Version', servedVersionOf(res as unknown as Response));
-  };
+  const contractHeaders = (res: ContractResponse): void => stampContractVersion(res as unknown as Response, servedVersionOf);
   const front: ContractFront = {
-    handles: (pathname) => contractPaths.some((router) => router.has(pathname)),
+    handles: isContractPath,
     serve(contractReq, contractRes) {
       // The front's objects carry what the steps read of Express's (server/http/front.ts).
       const req = contractReq as unknown as Request;
@@ -281,7 +280,7 @@ function createHttp(services: Services, options: AppOptions = {}): { app: Expres
       };
       try {
         contractRequestContext(services.log, contractReq, contractRes, contractHeaders);
-        if (req.headers.authorization !== undefined) res.setHeader('Cache-Control', 'no-store');
+        markNoStore(req, res);
         throttle.check(req, res).then((problem) => (problem ? next(problem) : dispatchContract(req, res, next)), next);
       } catch (err) {
         next(err);

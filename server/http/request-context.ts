@@ -3,7 +3,7 @@
  * every response carries (NS-18), and one structured access-log line when the response is done.
  */
 import { randomBytes } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Logger } from './log.js';
 import type { ContractResponse } from './front.js';
@@ -44,7 +44,7 @@ export function requestContext(log: Logger, servedVersionOf: (res: Response) => 
     // Set late (on write) so a dispatch that picks another contract can still say which one served.
     const writeHead = res.writeHead;
     res.writeHead = function patchedWriteHead(this: Response, ...args: unknown[]) {
-      if (!this.getHeader('Contract-Version')) this.setHeader('Contract-Version', servedVersionOf(this));
+      stampContractVersion(this, servedVersionOf);
       return (writeHead as (...a: unknown[]) => Response).apply(this, args);
     } as typeof res.writeHead;
     let logged = false;
@@ -57,6 +57,11 @@ export function requestContext(log: Logger, servedVersionOf: (res: Response) => 
     res.on('close', () => done(!res.writableFinished));
     next();
   };
+}
+
+/** `Contract-Version` as the response leaves, unless a step set it: the contract that served it (NS-18). */
+export function stampContractVersion<R extends ServerResponse>(res: R, servedVersionOf: (res: R) => string): void {
+  if (!res.getHeader('Contract-Version')) res.setHeader('Contract-Version', servedVersionOf(res));
 }
 
 /** The one access line of a request (499 for a response the client did not wait for). */
