@@ -22,7 +22,8 @@
  *          TIS_TEST_DATABASE_URL or the test database), --no-postgres (leaves those columns out),
  *          --no-prism, --cold-starts <n> (3; 0 leaves the cold start out), --out <dir> (bench/results),
  *          --floors <file> (the CI-light check: fail when a ratio falls below its floor; see bench/floors.json),
- *          --profile <dir> (writes a V8 CPU profile of the SQLite full-stack process there, for Chrome DevTools),
+ *          --profile <dir> (writes V8 CPU profiles of the SQLite full-stack process and of the first PostgreSQL
+ *          instance there, for Chrome DevTools),
  *          --baseline <checkout> (adds the full stack of another checkout, e.g. a `git worktree` of main, as a
  *          target on the same data dir, and its cold start: a change measured against its base in one run),
  *          --files [--uploads <n>] (instead: the cost of one upload per blob store, scripts/bench/files.ts),
@@ -373,7 +374,7 @@ async function main(): Promise<void> {
         databaseUrl: options.postgres,
         sqlite: { rowPath, scorePath },
         freePort,
-        startService: (name, port, env) => startTarget(name, SERVICE_ARGS, port, env, '/healthz'),
+        startService: (name, port, env) => startTarget(name, [...(name.endsWith('instance 1') ? profiling : []), ...SERVICE_ARGS], port, env, '/healthz'),
         sections: SECTIONS,
         keep: (name) => operations.some((o) => o.name === name),
         pin: options.pin,

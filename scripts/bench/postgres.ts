@@ -150,12 +150,24 @@ export async function startPostgresColumns(options: PostgresColumnsOptions): Pro
     const first = await options.startService('PostgreSQL instance 1', port1, env(port1, 1));
     const second = await options.startService('PostgreSQL instance 2', port2, env(port2, 2));
     const auth = student.auth;
+    // A backend whose connection the pool closed between two readings would take its CPU out of the sum and
+    // make a cell's difference negative, so every backend seen keeps the last figure read from it.
+    const backends = new Map<number, { name: string; cpu: number }>();
     const backendsOf = (instances: number[]) => async (): Promise<number> => {
       const names = instances.map((i) => `${schema}_${i}`);
-      const pids = await admin(databaseUrl, (c) =>
-        c.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = ANY($1)', [names]),
+      const alive = await admin(databaseUrl, (c) =>
+        c.query<{ pid: number; application_name: string }>(
+          'SELECT pid, application_name FROM pg_stat_activity WHERE application_name = ANY($1)',
+          [[1, 2, 3].map((i) => `${schema}_${i}`)],
+        ),
       );
-      return pids.rows.reduce((sum, row) => sum + cpuMs(row.pid), 0);
+      for (const row of alive.rows) {
+        const cpu = cpuMs(row.pid);
+        if (Number.isFinite(cpu)) backends.set(row.pid, { name: row.application_name, cpu });
+      }
+      let sum = 0;
+      for (const backend of backends.values()) if (names.includes(backend.name)) sum += backend.cpu;
+      return sum;
     };
     const column = (name: string, urls: string[], instances: number[]): StoreColumn => ({
       name,

@@ -12,6 +12,7 @@ import {
   UniqueViolationError,
 } from './errors.js';
 import { AsyncMutex } from './mutex.js';
+import { statementConfig } from './pg-statements.js';
 
 // `pg` is loaded when a PostgreSQL store is first opened, not at start: a service on SQLite never needs it,
 // and loading it was a tenth of a second of every cold start (PERF-31). `pg` here names its types only;
@@ -244,7 +245,7 @@ export class PostgresDriver implements RootDriver {
     const release = await scope.mutex.acquire();
     try {
       assertUsable(scope);
-      return await this.#query(scope, text, values);
+      return await this.#query(scope, statementConfig(text, values));
     } finally {
       release();
     }
@@ -258,7 +259,7 @@ export class PostgresDriver implements RootDriver {
       assertUsable(parent);
       const depth = parent.depth + 1;
       const name = `sp_${depth}`;
-      await this.#query(parent, `SAVEPOINT ${name}`, []);
+      await this.#query(parent, { text: `SAVEPOINT ${name}` });
       const scope: Scope = {
         parent,
         client: parent.client,
@@ -283,7 +284,7 @@ export class PostgresDriver implements RootDriver {
         await this.#rollbackTo(parent, name);
         throw swallowedFailure(scope.failed);
       }
-      await this.#query(parent, `RELEASE SAVEPOINT ${name}`, []);
+      await this.#query(parent, { text: `RELEASE SAVEPOINT ${name}` });
       return result;
     } finally {
       release();
@@ -291,9 +292,9 @@ export class PostgresDriver implements RootDriver {
   }
 
   /** A statement on a transaction's connection; a failure marks the scope as PostgreSQL sees it. */
-  async #query(scope: Scope, text: string, values: unknown[]): Promise<pg.QueryResult> {
+  async #query(scope: Scope, statement: pg.QueryConfig): Promise<pg.QueryResult> {
     try {
-      return await scope.client.query(text, values);
+      return await scope.client.query(statement);
     } catch (err) {
       if (err instanceof pgLib().DatabaseError) scope.failed = err;
       else {
@@ -314,7 +315,7 @@ export class PostgresDriver implements RootDriver {
     const values = normalizeParams(params);
     for (let attempt = 1; ; attempt += 1) {
       try {
-        return await this.#pool.query<T>(text, values);
+        return await this.#pool.query<T>(statementConfig(text, values));
       } catch (err) {
         if (attempt < LONE_STATEMENT_ATTEMPTS && isRetryable(err)) {
           await sleep(5 * attempt + Math.random() * 10);
