@@ -21,6 +21,18 @@ export class LmsError extends Error {
 const BODY_LIMIT_BYTES = 1024 * 1024;
 
 export async function readBody(req: IncomingMessage): Promise<string> {
+  // A body that came with its head (an AGS score, a token request) is whole in the stream's buffer by
+  // the time a handler reads it: taken in one read, without an async iterator's promise per chunk (PERF-114).
+  if (req.complete && req.readableLength > 0 && !req.readableFlowing) {
+    if (req.readableLength > BODY_LIMIT_BYTES) {
+      // As the loop below leaves it: an iterator given up destroys the stream.
+      req.destroy();
+      throw new LmsError(413, 'invalid_request', 'the request body is too large');
+    }
+    const whole = req.read() as Buffer | null;
+    if (whole !== null && req.readableLength === 0) return whole.toString('utf8');
+    throw new Error('the request body was not whole in its buffer');
+  }
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
@@ -44,10 +56,14 @@ export async function readJson(req: IncomingMessage, ...types: string[]): Promis
   let nul = false;
   let parsed: unknown;
   try {
-    parsed = JSON.parse(raw, (key, value: unknown) => {
-      if (key.includes('\0') || (typeof value === 'string' && value.includes('\0'))) nul = true;
-      return value;
-    });
+    // A parsed text can hold U+0000 only from the escape `\u0000` (JSON allows no raw control character in
+    // a string): without one in the body, nothing can hold it, and the reviver (a call per value) is spared.
+    parsed = raw.includes('\\u0000')
+      ? JSON.parse(raw, (key, value: unknown) => {
+          if (key.includes('\0') || (typeof value === 'string' && value.includes('\0'))) nul = true;
+          return value;
+        })
+      : JSON.parse(raw);
   } catch {
     throw new LmsError(400, 'invalid_request', 'the request body is not JSON');
   }
