@@ -47,6 +47,22 @@ export async function toolKeys(platform: Platform, registration: RegistrationRow
   return fetchJwks(platform, registration.jwks_uri);
 }
 
+/**
+ * The key set of a JWKS copy, made once per copy: jose imports each key at its first use in a set and
+ * keeps it there, so a set made per token request imported the tool's RSA key every time (PERF-115). A
+ * JWKS fetched again is a new copy, with a set of its own.
+ */
+const keySets = new WeakMap<JSONWebKeySet, ReturnType<typeof createLocalJWKSet>>();
+
+export function keySetOf(keys: JSONWebKeySet): ReturnType<typeof createLocalJWKSet> {
+  let set = keySets.get(keys);
+  if (set === undefined) {
+    set = createLocalJWKSet(keys);
+    keySets.set(keys, set);
+  }
+  return set;
+}
+
 function refusal(err: unknown, tokenUrl: string): string {
   if (err instanceof joseErrors.JWTExpired) return 'client assertion has expired';
   if (err instanceof joseErrors.JWTClaimValidationFailed) {
@@ -87,7 +103,7 @@ export async function issueToken(platform: Platform, form: Record<string, string
   let payload: { iat?: number; exp?: number; jti?: string };
   try {
     const keys = await toolKeys(platform, registration, kid);
-    const verified = await jwtVerify(assertion, createLocalJWKSet(keys), {
+    const verified = await jwtVerify(assertion, keySetOf(keys), {
       algorithms: ['RS256'],
       issuer: registration.client_id,
       subject: registration.client_id,
