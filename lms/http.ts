@@ -20,27 +20,48 @@ export class LmsError extends Error {
 
 const BODY_LIMIT_BYTES = 1024 * 1024;
 
-export async function readBody(req: IncomingMessage): Promise<string> {
-  // A body that came with its head (an AGS score, a token request) is whole in the stream's buffer by
-  // the time a handler reads it: taken in one read, without an async iterator's promise per chunk (PERF-114).
-  if (req.complete && req.readableLength > 0 && !req.readableFlowing) {
-    if (req.readableLength > BODY_LIMIT_BYTES) {
-      // As the loop below leaves it: an iterator given up destroys the stream.
-      req.destroy();
-      throw new LmsError(413, 'invalid_request', 'the request body is too large');
-    }
-    const whole = req.read() as Buffer | null;
-    if (whole !== null && req.readableLength === 0) return whole.toString('utf8');
-    throw new Error('the request body was not whole in its buffer');
-  }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > BODY_LIMIT_BYTES) throw new LmsError(413, 'invalid_request', 'the request body is too large');
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+/**
+ * The body as text, 413 past the limit (the request is destroyed, as before). Read with the stream's
+ * events rather than its async iterator (PERF-114): the iterator made a promise and a turn per chunk and
+ * per end, on every score and token request; the answers and failures are the same.
+ */
+export function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = (): void => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('close', onClose);
+    };
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size > BODY_LIMIT_BYTES) {
+        done();
+        req.destroy();
+        reject(new LmsError(413, 'invalid_request', 'the request body is too large'));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = (): void => {
+      done();
+      resolve(chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8'));
+    };
+    const onError = (err: Error): void => {
+      done();
+      reject(err);
+    };
+    const onClose = (): void => {
+      done();
+      reject(new Error('the request was closed before its body ended'));
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('close', onClose);
+  });
 }
 
 export function mediaType(req: IncomingMessage): string {
