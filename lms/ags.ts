@@ -9,12 +9,12 @@ import { isObject, LmsError, readJson, sendEmpty, sendJson } from './http.js';
 import type { Platform } from './platform.js';
 import { AGS_MEDIA_TYPES, AGS_SCOPES, settingsFrom, urlOf } from './platform.js';
 import type { AgsTarget } from './profiles.js';
-import type { CourseRow, LineItemRow, ScoreRow } from './store.js';
+import type { LineItemRow, ScoreRow } from './store.js';
 import { enrolmentRoles, lineItemOf, nextCounter } from './store.js';
 import type { EffectiveSettings } from './deployment-settings.js';
 import { effectiveOf, overridesFrom, scopesIn } from './deployment-settings.js';
-import type { AccessToken } from './token.js';
-import { expiredToken, requireScope } from './token.js';
+import type { AccessToken, AccessTokenRow } from './token.js';
+import { accessTokenFrom, expiredToken, hashOf, requireScope } from './token.js';
 
 const ACTIVITY_PROGRESS = ['Initialized', 'Started', 'InProgress', 'Submitted', 'Completed'] as const;
 const GRADING_PROGRESS = ['FullyGraded', 'Pending', 'PendingManual', 'Failed', 'NotReady'] as const;
@@ -23,35 +23,113 @@ function unprocessable(field: string, message: string): LmsError {
   return new LmsError(422, 'invalid_request', message, {}, field);
 }
 
+/** A line item's columns, read under the prefix `i_` with the request's other rows (PERF-110). */
+const LINE_ITEM_COLUMNS = [
+  'id',
+  'seq',
+  'course_id',
+  'label',
+  'score_maximum',
+  'resource_id',
+  'resource_link_id',
+  'tag',
+  'start_date_time',
+  'end_date_time',
+  'refuses_scores_with',
+  'created',
+] as const satisfies readonly (keyof LineItemRow)[];
+
+type Prefixed<R, P extends string> = { [K in keyof R & string as `${P}${K}`]: R[K] | null };
+
+type AgsRow = Prefixed<AccessTokenRow, 't_'> &
+  Prefixed<LineItemRow, 'i_'> & {
+    c_id: string | null;
+    d_client_id: string | null;
+    r_grants_line_item_scope: number | null;
+    s_settings: string | null;
+    g_lifetimes: string | null;
+  };
+
 /**
- * The course of an AGS URL, when the token's client is the course's tool (404 otherwise), with the
- * settings of its deployment (LTI-72), in one statement (PERF-72): the course, its deployment, the
- * deployment's registration and own settings, and the LMS-wide lifetimes were six reads per AGS request.
- * Still read at each use, never cached (LTI-80).
+ * Everything an AGS request is decided on, in one statement (PERF-110): the bearer token's row, the
+ * course of the URL with its deployment, the deployment's registration and own settings and the LMS-wide
+ * lifetimes (LTI-72, PERF-72), and the line item the URL names. Was three statements (token, course,
+ * line item) after PERF-72. Still read at each request, never kept (LTI-80): another process sharing the
+ * store, or a control, may have changed any of them.
  */
-async function courseOfToken(platform: Platform, token: AccessToken, courseId: string): Promise<{ course: CourseRow; here: EffectiveSettings }> {
-  const row = await platform.db.get<CourseRow & { d_client_id: string; r_grants_line_item_scope: number | null; s_settings: string | null; g_lifetimes: string | null }>(
-    `SELECT c.id, c.deployment_id, c.title, c.label, c.history, c.created, d.client_id AS d_client_id,
-            r.grants_line_item_scope AS r_grants_line_item_scope, s.settings AS s_settings,
-            (SELECT value FROM lms_settings WHERE name = 'lifetimes') AS g_lifetimes
-       FROM lms_courses c
-       JOIN lms_deployments d ON d.deployment_id = c.deployment_id
-       LEFT JOIN lms_registrations r ON r.client_id = d.client_id
-       LEFT JOIN lms_deployment_settings s ON s.deployment_id = c.deployment_id
-      WHERE c.id = ?`,
-    [courseId],
-  );
-  if (!row || row.d_client_id !== token.clientId) throw new LmsError(404, 'not_found', `course ${courseId} not found`);
-  const { d_client_id: _client, r_grants_line_item_scope: grants, s_settings: own, g_lifetimes: lifetimes, ...course } = row;
-  // A deployment whose registration is gone counts as granting, as `effectiveSettings` has it.
-  const here = effectiveOf(settingsFrom(lifetimes), { grants_line_item_scope: grants ?? 1 }, overridesFrom(own));
-  return { course, here };
+const AGS_READ = `SELECT t.client_id AS t_client_id, t.scopes AS t_scopes, t.expires AS t_expires, t.issued AS t_issued,
+       c.id AS c_id, d.client_id AS d_client_id, r.grants_line_item_scope AS r_grants_line_item_scope, s.settings AS s_settings,
+       (SELECT value FROM lms_settings WHERE name = 'lifetimes') AS g_lifetimes,
+       ${LINE_ITEM_COLUMNS.map((c) => `i.${c} AS i_${c}`).join(', ')}
+  FROM lms_access_tokens t
+  LEFT JOIN lms_courses c ON c.id = ?
+  LEFT JOIN lms_deployments d ON d.deployment_id = c.deployment_id
+  LEFT JOIN lms_registrations r ON r.client_id = d.client_id
+  LEFT JOIN lms_deployment_settings s ON s.deployment_id = c.deployment_id
+  LEFT JOIN lms_line_items i ON i.id = ?
+ WHERE t.token_hash = ?`;
+
+interface AgsRequest {
+  token: AccessToken;
+  courseId: string;
+  /** The line item the URL names (in the course), or null for the container. */
+  item: LineItemRow | null;
 }
 
-async function itemOfCourse(platform: Platform, course: CourseRow, id: string): Promise<LineItemRow> {
-  const item = await lineItemOf(platform.db, id);
-  if (!item || item.course_id !== course.id) throw new LmsError(404, 'not_found', `line item ${id} not found in course ${course.id}`);
-  return item;
+/**
+ * The token (401 when it is unknown or expired), the course when the token's client is the course's tool
+ * (404 otherwise), the token's lifetime and scopes as the course's deployment has them (LTI-72), and the
+ * line item when the URL names one (404 when it is not the course's): the answers and their order are
+ * those of the separate reads this replaces.
+ */
+async function agsRequestOf(platform: Platform, bearerToken: string, target: AgsTarget): Promise<AgsRequest> {
+  const row = await platform.db.get<AgsRow>(AGS_READ, [target.courseId, target.lineItemId, hashOf(bearerToken)]);
+  const nowMs = platform.clock.nowMs();
+  const given = accessTokenFrom(row && { client_id: row.t_client_id as string, scopes: row.t_scopes as string, expires: row.t_expires as number, issued: row.t_issued }, nowMs);
+  if (!row || row.c_id === null || row.d_client_id !== given.clientId) throw new LmsError(404, 'not_found', `course ${target.courseId} not found`);
+  const courseId = row.c_id;
+  // The course's deployment decides how long the client's token lives here and which of its scopes count (LTI-72).
+  const here = effectiveFor(row.g_lifetimes, row.r_grants_line_item_scope, row.s_settings);
+  if (given.issuedMs !== null && given.issuedMs + here.access_token_ttl_seconds * 1000 <= nowMs) throw expiredToken();
+  const token: AccessToken = { ...given, scopes: scopesHere(here, given.scopes) };
+  if (target.lineItemId === null) return { token, courseId, item: null };
+  if (row.i_id === null || row.i_course_id !== courseId) throw new LmsError(404, 'not_found', `line item ${target.lineItemId} not found in course ${courseId}`);
+  const item = {} as Record<string, unknown>;
+  for (const column of LINE_ITEM_COLUMNS) item[column] = row[`i_${column}`];
+  return { token, courseId, item: item as unknown as LineItemRow };
+}
+
+/**
+ * The effective settings of the stored texts they are made of, made once per combination: a pure
+ * function of the row's values, so a control that changes a value is seen at the next request.
+ */
+const effectiveMade = new Map<string, Readonly<EffectiveSettings>>();
+const MADE_KEPT = 1024;
+
+function effectiveFor(lifetimes: string | null, grants: number | null, own: string | null): Readonly<EffectiveSettings> {
+  // JSON texts hold no U+0000 (the LMS writes them with JSON.stringify), so it separates the parts.
+  const key = `${lifetimes ?? ''}\0${grants ?? ''}\0${own ?? ''}`;
+  let here = effectiveMade.get(key);
+  if (here === undefined) {
+    // A deployment whose registration is gone counts as granting, as `effectiveSettings` has it.
+    here = Object.freeze(effectiveOf(settingsFrom(lifetimes), { grants_line_item_scope: grants ?? 1 }, overridesFrom(own)));
+    if (effectiveMade.size >= MADE_KEPT) effectiveMade.clear();
+    effectiveMade.set(key, here);
+  }
+  return here;
+}
+
+/** `scopesIn` of a token's (frozen, shared) scope list, made once per list and answer. */
+const scopesMade = new WeakMap<readonly string[], { granting?: readonly string[]; withholding?: readonly string[] }>();
+
+function scopesHere(here: Pick<EffectiveSettings, 'grants_line_item_scope'>, scopes: readonly string[]): readonly string[] {
+  let made = scopesMade.get(scopes);
+  if (made === undefined) {
+    made = {};
+    scopesMade.set(scopes, made);
+  }
+  const key = here.grants_line_item_scope ? 'granting' : 'withholding';
+  return (made[key] ??= Object.freeze(scopesIn(here, scopes)));
 }
 
 export function lineItemJson(platform: Platform, item: LineItemRow): Record<string, unknown> {
@@ -221,6 +299,40 @@ async function applyScore(platform: Platform, item: LineItemRow, score: ParsedSc
   return applied.changes === 1;
 }
 
+/**
+ * `applyScore` for a person enrolled in the course, in one statement (PERF-111): the upsert takes its row
+ * from the enrolment, so a person not enrolled writes nothing. False when nothing was written, for
+ * either reason; the caller then asks the two questions one at a time. PostgreSQL types the parameters
+ * of a SELECT list as text, hence the casts (no-ops on SQLite, whose columns have these affinities).
+ */
+async function applyEnrolledScore(platform: Platform, courseId: string, item: LineItemRow, score: ParsedScore): Promise<boolean> {
+  const applied = await platform.db.run(
+    `INSERT INTO lms_scores (line_item_id, sub, score_given, score_maximum, comment, activity_progress, grading_progress, timestamp, timestamp_us, received)
+     SELECT CAST(? AS TEXT), e.sub, CAST(? AS DOUBLE PRECISION), CAST(? AS DOUBLE PRECISION), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT),
+            CAST(? AS BIGINT), CAST(? AS BIGINT)
+       FROM lms_enrolments e
+      WHERE e.course_id = ? AND e.sub = ?
+     ON CONFLICT (line_item_id, sub) DO UPDATE SET score_given = excluded.score_given, score_maximum = excluded.score_maximum,
+       comment = excluded.comment, activity_progress = excluded.activity_progress, grading_progress = excluded.grading_progress,
+       timestamp = excluded.timestamp, timestamp_us = excluded.timestamp_us, received = excluded.received
+     WHERE lms_scores.timestamp_us < excluded.timestamp_us`,
+    [
+      item.id,
+      score.scoreGiven,
+      score.scoreMaximum,
+      score.comment,
+      score.activityProgress,
+      score.gradingProgress,
+      score.timestamp,
+      score.timestampUs,
+      platform.clock.nowMs(),
+      courseId,
+      score.userId,
+    ],
+  );
+  return applied.changes === 1;
+}
+
 function filterOf(query: URLSearchParams, name: string): string | null {
   const values = query.getAll(name);
   return values.length === 1 ? (values[0] ?? null) : null;
@@ -229,21 +341,18 @@ function filterOf(query: URLSearchParams, name: string): string | null {
 /** One AGS request, routed by the path the profile made. */
 export async function handleAgs(
   platform: Platform,
-  given: AccessToken,
+  bearerToken: string,
   target: AgsTarget,
   req: IncomingMessage,
   res: ServerResponse,
   query: URLSearchParams,
 ): Promise<void> {
-  // The course's deployment decides how long the client's token lives here and which of its scopes count (LTI-72).
-  const { course, here } = await courseOfToken(platform, given, target.courseId);
-  if (given.issuedMs !== null && given.issuedMs + here.access_token_ttl_seconds * 1000 <= platform.clock.nowMs()) throw expiredToken();
-  const token: AccessToken = { ...given, scopes: scopesIn(here, given.scopes) };
+  const { token, courseId, item } = await agsRequestOf(platform, bearerToken, target);
   const method = req.method ?? 'GET';
-  if (target.lineItemId === null) {
+  if (item === null) {
     if (method === 'GET') {
       requireScope(token, AGS_SCOPES.lineItem, AGS_SCOPES.lineItemReadonly);
-      const rows = await platform.db.all<LineItemRow>('SELECT * FROM lms_line_items WHERE course_id = ? ORDER BY seq', [course.id]);
+      const rows = await platform.db.all<LineItemRow>('SELECT * FROM lms_line_items WHERE course_id = ? ORDER BY seq', [courseId]);
       const link = filterOf(query, 'resource_link_id');
       const resource = filterOf(query, 'resource_id');
       const tag = filterOf(query, 'tag');
@@ -258,12 +367,11 @@ export async function handleAgs(
     if (method === 'POST') {
       requireScope(token, AGS_SCOPES.lineItem);
       const fields = parseLineItem(await readJson(req, AGS_MEDIA_TYPES.lineItem, 'application/json'));
-      sendJson(res, 201, lineItemJson(platform, await createLineItem(platform, course.id, fields)), AGS_MEDIA_TYPES.lineItem);
+      sendJson(res, 201, lineItemJson(platform, await createLineItem(platform, courseId, fields)), AGS_MEDIA_TYPES.lineItem);
       return;
     }
     throw new LmsError(405, 'method_not_allowed', `${method} is not allowed on a line-item container`, { Allow: 'GET, POST' });
   }
-  const item = await itemOfCourse(platform, course, target.lineItemId);
   if (target.scores) {
     if (method !== 'POST') throw new LmsError(405, 'method_not_allowed', `${method} is not allowed on scores`, { Allow: 'POST' });
     requireScope(token, AGS_SCOPES.score);
@@ -271,11 +379,15 @@ export async function handleAgs(
     if (item.refuses_scores_with !== null) {
       throw new LmsError(item.refuses_scores_with, 'score_refused', `the gradebook refuses scores for line item ${item.id}`);
     }
-    if (!(await enrolmentRoles(platform.db, course.id, score.userId))) {
-      throw unprocessable('userId', `userId ${score.userId} is not enrolled in course ${course.id}`);
-    }
-    if (!(await applyScore(platform, item, score))) {
-      throw new LmsError(409, 'conflict', `line item ${item.id} already holds a score for ${score.userId} with a timestamp as new or newer`);
+    if (!(await applyEnrolledScore(platform, courseId, item, score))) {
+      // Nothing was written: the person is not enrolled, or the column holds a score as new or newer.
+      // Asked as before, one at a time, so the answer is the one the separate statements gave.
+      if (!(await enrolmentRoles(platform.db, courseId, score.userId))) {
+        throw unprocessable('userId', `userId ${score.userId} is not enrolled in course ${courseId}`);
+      }
+      if (!(await applyScore(platform, item, score))) {
+        throw new LmsError(409, 'conflict', `line item ${item.id} already holds a score for ${score.userId} with a timestamp as new or newer`);
+      }
     }
     sendEmpty(res, 204);
     return;
@@ -285,7 +397,7 @@ export async function handleAgs(
     requireScope(token, AGS_SCOPES.resultReadonly);
     const userFilter = filterOf(query, 'user_id');
     const rows = await platform.db.all<ScoreRow>('SELECT * FROM lms_scores WHERE line_item_id = ? ORDER BY sub', [item.id]);
-    const lineItemUrl = urlOf(platform, platform.profile.lineItemPath(course.id, item.id));
+    const lineItemUrl = urlOf(platform, platform.profile.lineItemPath(courseId, item.id));
     const results = rows
       .filter((r) => userFilter === null || r.sub === userFilter)
       .map((r) => ({

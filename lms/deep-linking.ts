@@ -5,14 +5,14 @@
  * line item for each that carries `lineItem` (decision LTI-37). A request's `data` answers once.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose';
+import { decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose';
 import type { JWTPayload } from 'jose';
 import { createLineItem, lineItemJson } from './ags.js';
 import { escapeHtml, isObject, LmsError, readForm, sendHtml, sendJson } from './http.js';
 import type { Platform } from './platform.js';
 import { DL_CLAIM, LTI_CLAIM } from './platform.js';
 import { registrationOf } from './store.js';
-import { toolKeys } from './token.js';
+import { keySetOf, toolKeys } from './token.js';
 import { createResourceLink } from './courses.js';
 
 interface DeepLinkRequestRow {
@@ -43,7 +43,7 @@ async function verifyResponse(platform: Platform, jwt: string): Promise<JWTPaylo
   if (!registration) throw refused('the response iss is not a registered client');
   try {
     const keys = await toolKeys(platform, registration, kid);
-    const { payload } = await jwtVerify(jwt, createLocalJWKSet(keys), {
+    const { payload } = await jwtVerify(jwt, keySetOf(keys), {
       algorithms: ['RS256'],
       issuer: registration.client_id,
       audience: platform.issuer,

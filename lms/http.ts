@@ -20,15 +20,48 @@ export class LmsError extends Error {
 
 const BODY_LIMIT_BYTES = 1024 * 1024;
 
-export async function readBody(req: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > BODY_LIMIT_BYTES) throw new LmsError(413, 'invalid_request', 'the request body is too large');
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+/**
+ * The body as text, 413 past the limit (the request is destroyed, as before). Read with the stream's
+ * events rather than its async iterator (PERF-114): the iterator made a promise and a turn per chunk and
+ * per end, on every score and token request; the answers and failures are the same.
+ */
+export function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = (): void => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('close', onClose);
+    };
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size > BODY_LIMIT_BYTES) {
+        done();
+        req.destroy();
+        reject(new LmsError(413, 'invalid_request', 'the request body is too large'));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = (): void => {
+      done();
+      resolve(chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8'));
+    };
+    const onError = (err: Error): void => {
+      done();
+      reject(err);
+    };
+    const onClose = (): void => {
+      done();
+      reject(new Error('the request was closed before its body ended'));
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('close', onClose);
+  });
 }
 
 export function mediaType(req: IncomingMessage): string {
@@ -44,10 +77,14 @@ export async function readJson(req: IncomingMessage, ...types: string[]): Promis
   let nul = false;
   let parsed: unknown;
   try {
-    parsed = JSON.parse(raw, (key, value: unknown) => {
-      if (key.includes('\0') || (typeof value === 'string' && value.includes('\0'))) nul = true;
-      return value;
-    });
+    // A parsed text can hold U+0000 only from the escape `\u0000` (JSON allows no raw control character in
+    // a string): without one in the body, nothing can hold it, and the reviver (a call per value) is spared.
+    parsed = raw.includes('\\u0000')
+      ? JSON.parse(raw, (key, value: unknown) => {
+          if (key.includes('\0') || (typeof value === 'string' && value.includes('\0'))) nul = true;
+          return value;
+        })
+      : JSON.parse(raw);
   } catch {
     throw new LmsError(400, 'invalid_request', 'the request body is not JSON');
   }

@@ -235,8 +235,12 @@ export async function openLmsStore(location: LmsStoreLocation): Promise<LmsStore
 // ---------------------------------------------------------------------------------------------------------
 // SQLite
 
-function sqliteParams(params: readonly LmsParam[] | undefined): LmsParam[] {
-  return params ? params.map((p) => (p === undefined ? null : p)) : [];
+const NO_PARAMS: readonly LmsParam[] = [];
+
+/** `undefined` bound as NULL; a list without one (every call of the LMS's own code) is bound as it is. */
+function sqliteParams(params: readonly LmsParam[] | undefined): readonly LmsParam[] {
+  if (!params) return NO_PARAMS;
+  return params.includes(undefined as unknown as LmsParam) ? params.map((p) => (p === undefined ? null : p)) : params;
 }
 
 /**
@@ -255,6 +259,7 @@ class SqliteLmsStore implements LmsStore {
   readonly dialect = 'sqlite' as const;
   readonly #db: Database.Database;
   readonly #file: string;
+  readonly #onFile: boolean;
   readonly #statements = new Map<string, Database.Statement>();
   /** Settled when the open transaction ends; other statements wait for it, so none slips into it. */
   #busy: Promise<void> | null = null;
@@ -268,6 +273,7 @@ class SqliteLmsStore implements LmsStore {
   private constructor(db: Database.Database, file: string) {
     this.#db = db;
     this.#file = file;
+    this.#onFile = file !== ':memory:';
   }
 
   static open(file: string): SqliteLmsStore {
@@ -305,11 +311,15 @@ class SqliteLmsStore implements LmsStore {
     while (this.#busy) await this.#busy;
   }
 
-  /** After a statement outside a transaction: a write waits for its fsync (a read does not, see above). */
-  async #settled(sql: string): Promise<void> {
-    if (this.#file === ':memory:' || this.#prepare(sql).readonly) return;
+  /** After a write outside a transaction: it waits for its fsync (a read does not, see above). */
+  async #settled(): Promise<void> {
     this.#committed += 1;
     await this.#durableThrough(this.#committed);
+  }
+
+  /** Whether a statement just run outside a transaction must wait for an fsync: a write to a file. */
+  #mustSettle(statement: Database.Statement): boolean {
+    return this.#onFile && !statement.readonly;
   }
 
   /** Writes committed and the fsyncs that made them durable, since the store opened (PERF-74). */
@@ -362,24 +372,29 @@ class SqliteLmsStore implements LmsStore {
     return { changes: this.#prepare(sql).run(...sqliteParams(params)).changes };
   }
 
+  // Outside a transaction each statement waits only when it must (an open transaction, a write's fsync):
+  // every `await` is a turn of the microtask queue on a score's path (PERF-113).
   async get<T extends object>(sql: string, params?: readonly LmsParam[]): Promise<T | undefined> {
-    await this.#idle();
-    const row = this.getNow<T>(sql, params);
-    await this.#settled(sql);
+    while (this.#busy) await this.#busy;
+    const statement = this.#prepare(sql);
+    const row = statement.get(...sqliteParams(params)) as T | undefined;
+    if (this.#mustSettle(statement)) await this.#settled();
     return row;
   }
 
   async all<T extends object>(sql: string, params?: readonly LmsParam[]): Promise<T[]> {
-    await this.#idle();
-    const rows = this.allNow<T>(sql, params);
-    await this.#settled(sql);
+    while (this.#busy) await this.#busy;
+    const statement = this.#prepare(sql);
+    const rows = statement.all(...sqliteParams(params)) as T[];
+    if (this.#mustSettle(statement)) await this.#settled();
     return rows;
   }
 
   async run(sql: string, params?: readonly LmsParam[]): Promise<LmsRunResult> {
-    await this.#idle();
-    const result = this.runNow(sql, params);
-    await this.#settled(sql);
+    while (this.#busy) await this.#busy;
+    const statement = this.#prepare(sql);
+    const result = { changes: statement.run(...sqliteParams(params)).changes };
+    if (this.#mustSettle(statement)) await this.#settled();
     return result;
   }
 

@@ -47,6 +47,22 @@ export async function toolKeys(platform: Platform, registration: RegistrationRow
   return fetchJwks(platform, registration.jwks_uri);
 }
 
+/**
+ * The key set of a JWKS copy, made once per copy: jose imports each key at its first use in a set and
+ * keeps it there, so a set made per token request imported the tool's RSA key every time (PERF-115). A
+ * JWKS fetched again is a new copy, with a set of its own.
+ */
+const keySets = new WeakMap<JSONWebKeySet, ReturnType<typeof createLocalJWKSet>>();
+
+export function keySetOf(keys: JSONWebKeySet): ReturnType<typeof createLocalJWKSet> {
+  let set = keySets.get(keys);
+  if (set === undefined) {
+    set = createLocalJWKSet(keys);
+    keySets.set(keys, set);
+  }
+  return set;
+}
+
 function refusal(err: unknown, tokenUrl: string): string {
   if (err instanceof joseErrors.JWTExpired) return 'client assertion has expired';
   if (err instanceof joseErrors.JWTClaimValidationFailed) {
@@ -87,7 +103,7 @@ export async function issueToken(platform: Platform, form: Record<string, string
   let payload: { iat?: number; exp?: number; jti?: string };
   try {
     const keys = await toolKeys(platform, registration, kid);
-    const verified = await jwtVerify(assertion, createLocalJWKSet(keys), {
+    const verified = await jwtVerify(assertion, keySetOf(keys), {
       algorithms: ['RS256'],
       issuer: registration.client_id,
       subject: registration.client_id,
@@ -142,15 +158,33 @@ export async function issueToken(platform: Platform, form: Record<string, string
   return { status: 200, body: { access_token: token, token_type: 'Bearer', expires_in: ttl, scope: scopes.join(' ') } };
 }
 
-function hashOf(token: string): string {
-  return createHash('sha256').update(token).digest('hex');
+/** Digests of bearer tokens lately seen: a pure function of the token, kept so a reused token is not hashed per request. */
+const digests = new Map<string, string>();
+const DIGESTS_KEPT = 1024;
+
+export function hashOf(token: string): string {
+  let digest = digests.get(token);
+  if (digest === undefined) {
+    digest = createHash('sha256').update(token).digest('hex');
+    if (digests.size >= DIGESTS_KEPT) digests.clear();
+    digests.set(token, digest);
+  }
+  return digest;
 }
 
 export interface AccessToken {
   clientId: string;
-  scopes: string[];
+  scopes: readonly string[];
   /** When it was issued (ms); null for a token of a store from before `issued` was kept. */
   issuedMs: number | null;
+}
+
+/** An access token's row as stored (`lms_access_tokens`), without its digest. */
+export interface AccessTokenRow {
+  client_id: string;
+  scopes: string;
+  expires: number;
+  issued: number | null;
 }
 
 function challenge(error?: string, scope?: string): Record<string, string> {
@@ -160,17 +194,31 @@ function challenge(error?: string, scope?: string): Record<string, string> {
   return { 'WWW-Authenticate': parts.join(', ') };
 }
 
-/** The access token of an AGS request, or 401 (RFC 6750 §3). */
-export async function accessTokenOf(platform: Platform, req: IncomingMessage): Promise<AccessToken> {
+/** The bearer token of an AGS request, or 401 (RFC 6750 §3). */
+export function bearerOf(req: IncomingMessage): string {
   const token = bearer(req);
   if (!token) throw new LmsError(401, 'invalid_token', 'missing bearer token', challenge());
-  const row = await platform.db.get<{ client_id: string; scopes: string; expires: number; issued: number | null }>(
-    'SELECT client_id, scopes, expires, issued FROM lms_access_tokens WHERE token_hash = ?',
-    [hashOf(token)],
-  );
+  return token;
+}
+
+/** Scope lists as stored, parsed once per text: a token's list is the same text on every request. */
+const scopeLists = new Map<string, readonly string[]>();
+
+function scopesFrom(raw: string): readonly string[] {
+  let scopes = scopeLists.get(raw);
+  if (scopes === undefined) {
+    scopes = Object.freeze(JSON.parse(raw) as string[]);
+    if (scopeLists.size >= DIGESTS_KEPT) scopeLists.clear();
+    scopeLists.set(raw, scopes);
+  }
+  return scopes;
+}
+
+/** The access token a row (or its absence) says, or 401. */
+export function accessTokenFrom(row: AccessTokenRow | undefined, nowMs: number): AccessToken {
   if (!row) throw new LmsError(401, 'invalid_token', 'invalid bearer token', challenge('invalid_token'));
-  if (row.expires <= platform.clock.nowMs()) throw expiredToken();
-  return { clientId: row.client_id, scopes: JSON.parse(row.scopes) as string[], issuedMs: row.issued };
+  if (row.expires <= nowMs) throw expiredToken();
+  return { clientId: row.client_id, scopes: scopesFrom(row.scopes), issuedMs: row.issued };
 }
 
 export function expiredToken(): LmsError {
