@@ -42,7 +42,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { buildServices } from '../server/app.js';
 import { configFrom } from '../server/config.js';
-import { cpuMs, describeColdStart, measureColdStart, medianColdStart } from './bench/cold-start.js';
+import { cpuMs, describeColdStart, measureColdStart, medianColdStart, startNodeFlags } from './bench/cold-start.js';
 import { probeCommitCost } from './bench/disk-probe.js';
 import { runFilesBench } from './bench/files.js';
 import {
@@ -101,8 +101,13 @@ const CONNECTIONS = options.connections.split(',').map((c) => Number(c.trim()));
 const COLD_STARTS = Number(options['cold-starts']);
 
 const repoRoot = new URL('..', import.meta.url).pathname;
-/** How node starts this checkout's service: the build's main.js with `--compiled`, else the sources through tsx. */
-const SERVICE_ARGS: string[] = options.compiled ? [join(resolve(options.compiled), 'server/main.js')] : ['--import', 'tsx', 'server/main.ts'];
+/**
+ * How node starts this checkout's service: the build's main.js with `--compiled`, with the node options of
+ * `npm start` (PERF-122), else the sources through tsx.
+ */
+const SERVICE_ARGS: string[] = options.compiled
+  ? [...startNodeFlags(repoRoot), join(resolve(options.compiled), 'server/main.js')]
+  : ['--import', 'tsx', 'server/main.ts'];
 const children: ChildProcess[] = [];
 const dataDir = mkdtempSync(join(tmpdir(), 'tis-bench-'));
 

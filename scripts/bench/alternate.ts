@@ -18,7 +18,7 @@ import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { cpuMs, prepareColdStartStore } from './cold-start.js';
+import { cpuMs, prepareColdStartStore, startNodeFlags } from './cold-start.js';
 import { BENCH_ROW } from './storage.js';
 
 const { values } = parseArgs({
@@ -42,7 +42,8 @@ const prepared = await prepareColdStartStore();
 const children: ChildProcess[] = [];
 
 async function start(name: string, cwd: string, port: number): Promise<{ name: string; url: string; pid: number }> {
-  const args = values.compiled ? [`${values.compiled}/server/main.js`] : ['--import', 'tsx', 'server/main.ts'];
+  // A build runs with the node options of its own checkout's `npm start` (PERF-122).
+  const args = values.compiled ? [...startNodeFlags(cwd), `${values.compiled}/server/main.js`] : ['--import', 'tsx', 'server/main.ts'];
   const url = `http://127.0.0.1:${port}`;
   const child = spawn(process.execPath, args, {
     cwd,

@@ -56,6 +56,18 @@ export function cpuMs(pid: number): number {
 const repoRoot = new URL('../..', import.meta.url).pathname;
 
 /**
+ * The node options `npm start` runs the service with (decision PERF-122): the flags between `node` and
+ * `dist/server/main.js` in the checkout's `start` script (the Dockerfile's CMD is the same command,
+ * `tests/ops/dockerfile.test.ts`). A bench of a build passes them too, so it measures what
+ * production runs; a checkout without any gets none.
+ */
+export function startNodeFlags(root: string = repoRoot): string[] {
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
+  const found = /\bnode((?:\s+--\S+)*)\s+dist\/server\/main\.js\b/.exec(pkg.scripts?.['start'] ?? '');
+  return (found?.[1] ?? '').split(/\s+/).filter((flag) => flag !== '');
+}
+
+/**
  * One cold start. `dataDir` must already hold a store (the first start of an empty one also migrates and
  * creates the signing key, which is a one-time cost); `operation` is a path and its Authorization.
  */
@@ -167,7 +179,8 @@ async function main(): Promise<void> {
   const profile = values.profile ? ['--cpu-prof', '--cpu-prof-dir', values.profile] : [];
   const targets: Array<{ name: string; args: string[] }> = [
     ...(values['no-tsx'] ? [] : [{ name: 'tsx', args: [...profile, '--import', 'tsx', 'server/main.ts'] }]),
-    ...(values.compiled ?? []).map((dist) => ({ name: `compiled ${dist}`, args: [...profile, `${resolve(dist)}/server/main.js`] })),
+    // Each build with the node options of this checkout's `npm start` (PERF-122).
+    ...(values.compiled ?? []).map((dist) => ({ name: `compiled ${dist}`, args: [...profile, ...startNodeFlags(), `${resolve(dist)}/server/main.js`] })),
   ];
   const prepared = await prepareColdStartStore();
   const results = new Map<string, ColdStart[]>(targets.map((t) => [t.name, []]));

@@ -101,11 +101,81 @@ function mayHoldSecrets(fields: LogFields): boolean {
   return false;
 }
 
+/**
+ * pino's own string quoting (`_asString` in pino/lib/tools.js, Node < 25): `"` and `\\` escaped by hand
+ * when the text is short and holds no control character, else `JSON.stringify`. Copied, not imported (pino
+ * does not export it), so that a line written by `primitiveLine` is byte for byte the line pino writes;
+ * `tests/server/core/log.test.ts` holds the two equal on arbitrary text.
+ */
+function pinoString(text: string): string {
+  if (text.length > 100) return JSON.stringify(text);
+  let result = '';
+  let last = 0;
+  let found = false;
+  let point = 255;
+  for (let i = 0; i < text.length && point >= 32; i += 1) {
+    point = text.charCodeAt(i);
+    if (point === 34 || point === 92) {
+      result += `${text.slice(last, i)}\\`;
+      last = i;
+      found = true;
+    }
+  }
+  result = found ? result + text.slice(last) : text;
+  return point < 32 ? JSON.stringify(text) : `"${result}"`;
+}
+
+/** Keys pino treats apart (the level, time, message and error keys) or orders apart (array indices). */
+const SPECIAL_KEY = /^(?:level|time|msg|err|\d.*)$/;
+
+/**
+ * `,"key":value` for each field, as pino's `asJson` writes a field whose value is a string, a number or a
+ * boolean (undefined is left out); null when a field is anything else (an object, an Error, a function) or
+ * has a key pino treats apart, for which the line takes pino itself.
+ */
+function primitiveFields(fields: LogFields): string | null {
+  let text = '';
+  for (const key in fields) {
+    const value = fields[key];
+    if (SPECIAL_KEY.test(key) || SECRET_NAMES.has(key)) return null;
+    switch (typeof value) {
+      case 'undefined':
+        continue;
+      case 'string':
+        text += `,${pinoString(key)}:${pinoString(value)}`;
+        break;
+      case 'number':
+        text += `,${pinoString(key)}:${Number.isFinite(value) ? String(value) : 'null'}`;
+        break;
+      case 'boolean':
+        text += `,${pinoString(key)}:${String(value)}`;
+        break;
+      default:
+        return null;
+    }
+  }
+  return text;
+}
+
+/** `{"level":"info"`: what pino writes first, with the level formatter of `createLogger`. */
+const LEVEL_TEXT = {
+  debug: '{"level":"debug"',
+  info: '{"level":"info"',
+  warn: '{"level":"warn"',
+  error: '{"level":"error"',
+} as const;
+
 interface Pinos {
   /** The root logger, with redaction. */
   redacting: pino.Logger;
   /** The same options and destination without the redaction pass, for lines it could not change. */
   plain: pino.Logger;
+  /** Writes the lines gathered so far (a `warn` or `error` line is never held back, PERF-120). */
+  flush: () => void;
+  /** The destination both write to, for a line written without pino (PERF-123). */
+  write: (line: string) => void;
+  /** Whether a line may be written without pino at all (`primitiveLine`). */
+  primitive: boolean;
 }
 
 /**
@@ -142,13 +212,32 @@ class PinoLogger implements Logger {
       if (!this.pinos.redacting.isLevelEnabled(level)) return;
       const own = withErrors(fields);
       if (this.clean && !mayHoldSecrets(own) && !overlaps(this.bindings, own)) {
-        this.pinos.plain[level]({ ...this.bindings, ...own }, msg);
-        return;
-      }
-      this.pino()[level](own, msg);
+        const line = this.primitiveLine(level, msg, own);
+        if (line !== null) this.pinos.write(line);
+        else this.pinos.plain[level]({ ...this.bindings, ...own }, msg);
+      } else this.pino()[level](own, msg);
+      if (level === 'warn' || level === 'error') this.pinos.flush();
     } catch {
       // A log line must never take a request down with it.
     }
+  }
+
+  /** This logger's fields as `primitiveFields` writes them, made on first use (null: pino writes them). */
+  private bindingsText: string | null | undefined;
+
+  /**
+   * The line pino's plain twin would write for these fields, without pino (PERF-123): when every field,
+   * the children's included, is a string, a number, a boolean or undefined, pino's `asJson` comes down to
+   * the level, the time, each field as `,"key":value` in the merged object's order, and the message. The
+   * access line of every request is such a line; anything else (null) takes pino.
+   */
+  private primitiveLine(level: 'debug' | 'info' | 'warn' | 'error', msg: string, own: LogFields): string | null {
+    if (!this.pinos.primitive || msg.includes('%')) return null; // pino formats printf-style placeholders
+    if (this.bindingsText === undefined) this.bindingsText = primitiveFields(this.bindings);
+    if (this.bindingsText === null) return null;
+    const fields = primitiveFields(own);
+    if (fields === null) return null;
+    return `${LEVEL_TEXT[level]}${isoTime()}${this.bindingsText}${fields},"msg":${pinoString(msg)}}\n`;
   }
 
   debug(msg: string, fields?: LogFields): void {
@@ -179,12 +268,62 @@ function overlaps(bindings: LogFields, fields: LogFields): boolean {
   return false;
 }
 
+/**
+ * stdout, written once per turn of the event loop (decision PERF-120). A request's access line was one
+ * `write(2)` of its own, a visible share of a GET; now the lines of one turn (the access lines of every
+ * request answered in it) go out together, at the end of the turn (`setImmediate`), or at once past
+ * `TURN_BYTES`. A line at `warn` or above is written at once, after the lines gathered before it, so an
+ * error is never held back. The gathered lines are written synchronously on the process's `exit` (which
+ * `process.exit`, the end of the loop and an uncaught exception all emit; SIGTERM and SIGINT end in
+ * `process.exit` in `server/main.ts`): only a process killed outright (SIGKILL, out of memory) loses the
+ * `info` lines of its last turn, and those describe requests already answered.
+ */
+const TURN_BYTES = 64 * 1024;
+class TurnWriter {
+  private pending = '';
+  private scheduled = false;
+  private readonly flushNow = (): void => this.flush();
+
+  constructor(private readonly out: { write(text: string): unknown; flushSync?: () => void }) {
+    process.on('exit', () => {
+      this.flush();
+      try {
+        this.out.flushSync?.();
+      } catch {
+        // Nothing more can be done for a log line at exit.
+      }
+    });
+  }
+
+  write(line: string): void {
+    this.pending += line;
+    if (this.pending.length >= TURN_BYTES) this.flush();
+    else if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(this.flushNow);
+    }
+  }
+
+  flush(): void {
+    this.scheduled = false;
+    if (this.pending === '') return;
+    const text = this.pending;
+    this.pending = '';
+    this.out.write(text);
+  }
+}
+
+let stdoutWriter: TurnWriter | undefined;
+/** One writer for every logger on stdout (tests make many apps in one process). */
+function stdoutWriterOnce(): TurnWriter {
+  return (stdoutWriter ??= new TurnWriter(pino.destination({ dest: 1, sync: true })));
+}
+
 export function createLogger(options: { level?: LogLevel; sink?: LogSink; fields?: LogFields } = {}): Logger {
   const sink = options.sink;
-  // Synchronous on stdout: `npm start` exits right after its last line on shutdown, and nothing may be lost.
-  const destination = sink
-    ? { write: (line: string): void => sink(line.endsWith('\n') ? line.slice(0, -1) : line) }
-    : pino.destination({ dest: 1, sync: true });
+  // stdout gathers a turn's lines (PERF-120); a test's sink gets each line as it is written.
+  const writer = sink ? undefined : stdoutWriterOnce();
+  const destination = writer ?? { write: (line: string): void => sink?.(line.endsWith('\n') ? line.slice(0, -1) : line) };
   const shared: pino.LoggerOptions = {
     level: options.level ?? 'info',
     base: options.fields ?? null,
@@ -196,7 +335,15 @@ export function createLogger(options: { level?: LogLevel; sink?: LogSink; fields
   const log = pino({ ...shared, redact: { paths: REDACT_PATHS, censor: REDACTED } }, destination);
   const plain = pino(shared, destination);
   // The base fields are written by both and never merged, so only a secret among them matters.
-  return new PinoLogger(null, { redacting: log, plain }, {}, {}, !mayHoldSecrets(options.fields ?? {}));
+  const pinos: Pinos = {
+    redacting: log,
+    plain,
+    flush: writer ? () => writer.flush() : () => undefined,
+    write: (line) => destination.write(line),
+    // Base fields are pino's own chindings, quoted its other way: lines under them always take pino.
+    primitive: Object.keys(options.fields ?? {}).length === 0,
+  };
+  return new PinoLogger(null, pinos, {}, {}, !mayHoldSecrets(options.fields ?? {}));
 }
 
 /** Discards everything; for code paths that need a logger but have nowhere useful to write. */

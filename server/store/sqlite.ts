@@ -103,15 +103,32 @@ export class SqliteDriver implements RootDriver {
     return this.#db.pragma(name, { simple: true });
   }
 
-  /** A statement that writes (`INSERT ... RETURNING`) is routed through a transaction, like `run`. */
-  async get<T extends object>(sql: string, params?: readonly SqlParam[]): Promise<T | undefined> {
-    if (!this.#isReadOnly(sql)) return this.transaction((tx) => tx.get<T>(sql, params));
-    return this.#outside(() => this.#get<T>(sql, params));
+  /**
+   * A statement that writes (`INSERT ... RETURNING`) is routed through a transaction, like `run`. Not
+   * `async`, nor is `#outside`'s free path: a read answered at once takes one promise instead of three
+   * (each with the promise hooks of the transactions' AsyncLocalStorage), PERF-121.
+   */
+  get<T extends object>(sql: string, params?: readonly SqlParam[]): Promise<T | undefined> {
+    let statement: Database.Statement;
+    try {
+      // Prepared (or found) once per read: it was looked up, and its place refreshed, twice (PERF-121).
+      statement = this.#preparedOrMapped(sql);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+    if (!statement.readonly) return this.transaction((tx) => tx.get<T>(sql, params));
+    return this.#outside(() => this.#getWith<T>(statement, params));
   }
 
-  async all<T extends object>(sql: string, params?: readonly SqlParam[]): Promise<T[]> {
-    if (!this.#isReadOnly(sql)) return this.transaction((tx) => tx.all<T>(sql, params));
-    return this.#outside(() => this.#all<T>(sql, params));
+  all<T extends object>(sql: string, params?: readonly SqlParam[]): Promise<T[]> {
+    let statement: Database.Statement;
+    try {
+      statement = this.#preparedOrMapped(sql);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+    if (!statement.readonly) return this.transaction((tx) => tx.all<T>(sql, params));
+    return this.#outside(() => this.#allWith<T>(statement, params));
   }
 
   /** A lone write is a one-statement transaction, so it waits for the write lock asynchronously too. */
@@ -306,34 +323,60 @@ export class SqliteDriver implements RootDriver {
     }
   }
 
-  async #outside<T>(op: () => T): Promise<T> {
-    this.#assertOpen();
-    this.#assertNotInside('query');
+  #outside<T>(op: () => T): Promise<T> {
     let result: T;
     let seen: number;
-    if (!this.#mutex.locked) {
+    try {
+      this.#assertOpen();
+      this.#assertNotInside('query');
+      if (this.#mutex.locked) return this.#outsideQueued(op);
       // Nothing holds the connection, and a read is synchronous: nothing can start between this check
       // and its end, so it needs no turn of the mutex (an await per statement, PERF-23).
       seen = this.#committed;
       result = op();
-    } else {
-      const release = await this.#mutex.acquire();
-      try {
-        this.#assertOpen();
-        // Every commit this read could have seen; it answers only once they are durable.
-        seen = this.#committed;
-        result = op();
-      } finally {
-        release();
-      }
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+    // Every commit this read could have seen; it answers only once they are durable.
+    if (this.#durable < seen) return this.#durableThrough(seen).then(() => result);
+    return Promise.resolve(result);
+  }
+
+  async #outsideQueued<T>(op: () => T): Promise<T> {
+    let result: T;
+    let seen: number;
+    const release = await this.#mutex.acquire();
+    try {
+      this.#assertOpen();
+      seen = this.#committed;
+      result = op();
+    } finally {
+      release();
     }
     if (this.#durable < seen) await this.#durableThrough(seen);
     return result;
   }
 
-  #isReadOnly(sql: string): boolean {
+  #preparedOrMapped(sql: string): Database.Statement {
     try {
-      return this.#prepare(sql).readonly;
+      return this.#prepare(sql);
+    } catch (err) {
+      throw mapSqliteError(err);
+    }
+  }
+
+  /** A read statement outside a transaction (it writes nothing, so `#dirty` stays as it is). */
+  #getWith<T extends object>(statement: Database.Statement, params?: readonly SqlParam[]): T | undefined {
+    try {
+      return statement.get(...normalizeParams(params)) as T | undefined;
+    } catch (err) {
+      throw mapSqliteError(err);
+    }
+  }
+
+  #allWith<T extends object>(statement: Database.Statement, params?: readonly SqlParam[]): T[] {
+    try {
+      return statement.all(...normalizeParams(params)) as T[];
     } catch (err) {
       throw mapSqliteError(err);
     }

@@ -4,8 +4,10 @@
  * secret's name appears; errors keep their message and stack; and over real HTTP, every line of a request
  * carries the `Request-Id` the response names, with no bearer token anywhere in the log.
  */
+import fc from 'fast-check';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger, REDACTED } from '../../../server/http/log.ts';
+import { createLogger, REDACTED, REDACTED_FIELDS } from '../../../server/http/log.ts';
 import type { TestServer } from '../harness.ts';
 import { startServer } from '../harness.ts';
 
@@ -44,6 +46,58 @@ describe('logger', () => {
     const lines: string[] = [];
     createLogger({ level: 'silent', sink: (line) => lines.push(line) }).error('x');
     expect(lines).toEqual([]);
+  });
+});
+
+describe('lines written without pino (PERF-123)', () => {
+  /** What pino itself writes for the merged fields, with createLogger's options (time left out below). */
+  const byPino = (level: 'info' | 'warn', bindings: Record<string, unknown>, fields: Record<string, unknown>, msg: string): string => {
+    const lines: string[] = [];
+    const reference = pino(
+      {
+        level: 'debug',
+        base: null,
+        timestamp: () => ',"time":"T"',
+        formatters: { level: (label) => ({ level: label }) },
+        serializers: { err: (value: unknown) => value },
+      },
+      { write: (line: string) => lines.push(line.slice(0, -1)) },
+    );
+    reference[level]({ ...bindings, ...fields }, msg);
+    return lines[0] ?? '';
+  };
+  const withoutTime = (line: string): string => line.replace(/,"time":"[^"]*"/, ',"time":"T"');
+  const secrets: ReadonlySet<string> = new Set(REDACTED_FIELDS);
+  const text = fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.string({ unit: fc.constantFrom('"', '\\', '\n', '\u0001', '\ud800', 'a', '%') }), fc.string({ minLength: 95, maxLength: 110 }));
+  const value = fc.oneof(text, fc.double(), fc.integer(), fc.boolean(), fc.constant(undefined), fc.constant(null), fc.constant({ a: 1 }));
+  const key = fc.oneof(fc.string({ minLength: 1, maxLength: 8 }), fc.constantFrom('level', 'time', 'msg', 'err', '0', '12', 'method', 'status'));
+  const fields = fc.dictionary(key, value, { maxKeys: 6 })
+    // Secrets take the redacting logger, and a name `in` every object (`valueOf`) a pino child: not these lines.
+    .map((f) => Object.fromEntries(Object.entries(f).filter(([k]) => !secrets.has(k) && !(k in {}))));
+
+  it('are byte for byte the lines pino writes for the same fields', () => {
+    fc.assert(
+      fc.property(fields, fields, text, fc.constantFrom('info' as const, 'warn' as const), (bindings, own, msg, level) => {
+        for (const k of Object.keys(own)) if (k in bindings) delete own[k];
+        const lines: string[] = [];
+        createLogger({ level: 'info', sink: (line) => lines.push(line) })
+          .child(bindings)
+          [level](msg, own);
+        expect(lines).toHaveLength(1);
+        expect(withoutTime(lines[0] ?? '')).toBe(byPino(level, bindings, own, msg));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('the access line among them', () => {
+    const lines: string[] = [];
+    createLogger({ level: 'info', sink: (line) => lines.push(line) })
+      .child({ request_id: 'req_abc' })
+      .info('request', { method: 'GET', path: '/v1/x/{id}', operation: undefined, status: 200, duration_ms: 1.234 });
+    expect(withoutTime(lines[0] ?? '')).toBe(
+      '{"level":"info","time":"T","request_id":"req_abc","method":"GET","path":"/v1/x/{id}","status":200,"duration_ms":1.234,"msg":"request"}',
+    );
   });
 });
 
