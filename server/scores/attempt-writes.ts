@@ -43,10 +43,18 @@ export function writeWithOthers<T>(store: Pick<Store, 'transaction'>, write: Wri
   });
 }
 
+/** One write in a transaction of its own; whatever goes wrong is that write's answer, never the caller's. */
+function alone(store: Pick<Store, 'transaction'>, pending: Pending): void {
+  try {
+    store.transaction(pending.write).then(pending.resolve, pending.reject);
+  } catch (err) {
+    pending.reject(err);
+  }
+}
+
 async function flush(store: Pick<Store, 'transaction'>, batch: readonly Pending[]): Promise<void> {
   if (batch.length === 1) {
-    const only = batch[0] as Pending;
-    store.transaction(only.write).then(only.resolve, only.reject);
+    alone(store, batch[0] as Pending);
     return;
   }
   let results: unknown[];
@@ -58,7 +66,7 @@ async function flush(store: Pick<Store, 'transaction'>, batch: readonly Pending[
     });
   } catch {
     // Rolled back as a whole: each write again on its own, so only the one that threw fails.
-    for (const pending of batch) store.transaction(pending.write).then(pending.resolve, pending.reject);
+    for (const pending of batch) alone(store, pending);
     return;
   }
   for (let i = 0; i < batch.length; i += 1) (batch[i] as Pending).resolve(results[i]);
