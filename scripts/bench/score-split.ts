@@ -1,8 +1,8 @@
 /**
  * `node --import tsx scripts/bench/score-split.ts [--members 100] [--connections 10] [--duration 5]
- *  [--warmup 2] [--rounds 2] [--profile <dir>] [--lms-profile <dir>] [--checkout <dir>]`: where a score
- * submission's CPU goes, the service's own work and the LMS's, each measured in its own process (issue 14;
- * decisions PERF-43, PERF-45).
+ *  [--warmup 2] [--rounds 2] [--profile <dir>] [--lms-profile <dir>] [--checkout <dir>] [--compiled <dist>]`:
+ * where a score submission's CPU goes, the service's own work and the LMS's, each measured in its own process
+ * (issue 14; decisions PERF-43, PERF-45, PERF-100).
  *
  * The LMS is the reference LMS (`lms/main.ts`, what `npm run lms` runs) in a process of its own, and the
  * service (`server/main.ts`) publishes to it exactly as to a school's LMS: the LMS opens the service's
@@ -17,9 +17,14 @@
  * CPU milliseconds come from /proc (user + system, every thread) of each process, so the service's figure
  * is its own work and the LMS's is the LMS's, with nothing to subtract. `--checkout` runs another
  * checkout's service (e.g. a worktree of the parent commit) on the same fixture, for a before/after.
+ *
+ * `--compiled <dist>` runs what `npm start` runs instead of the TypeScript sources through tsx: the service
+ * from `<dist>/server/main.js` (the esbuild bundle of `npm run build`) and the LMS from `<dist>/lms/main.js`
+ * (tsc's output), each checkout's service from its own `<dist>` (build it there first); the one LMS is this
+ * checkout's.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -41,6 +46,7 @@ const { values: options } = parseArgs({
     profile: { type: 'string' },
     'lms-profile': { type: 'string' },
     checkout: { type: 'string' },
+    compiled: { type: 'string' },
   },
 });
 const MEMBERS = Number(options.members);
@@ -50,6 +56,15 @@ const WARMUP = Number(options.warmup);
 const ROUNDS = Number(options.rounds);
 const COMMENT = 'Good work on question 3.';
 const LEARNER = 'http://purl.imsglobal.org/vocab/lis/v2/membership#Learner';
+const COMPILED = options.compiled;
+
+/** How a process of `checkout` runs `entry` (`server/main`, `lms/main`): its build, or its sources through tsx. */
+function entryArgs(checkout: string, entry: string): string[] {
+  if (COMPILED === undefined) return ['--import', 'tsx', `${entry}.ts`];
+  const file = resolve(checkout, COMPILED, `${entry}.js`);
+  if (!existsSync(file)) throw new Error(`${file} is missing: run \`npm run build\` in ${checkout}`);
+  return [file];
+}
 
 async function freePort(): Promise<number> {
   const probe = createServer();
@@ -97,7 +112,7 @@ try {
   const controlToken = `lmsc_${randomBytes(24).toString('base64url')}`;
   const services = await buildServices(configFrom({ dataDir, publicUrl, logLevel: 'silent' }));
 
-  const lms = spawn(process.execPath, [...(options['lms-profile'] ? ['--cpu-prof', '--cpu-prof-dir', options['lms-profile']] : []), '--import', 'tsx', 'lms/main.ts'], {
+  const lms = spawn(process.execPath, [...(options['lms-profile'] ? ['--cpu-prof', '--cpu-prof-dir', options['lms-profile']] : []), ...entryArgs(process.cwd(), 'lms/main')], {
     env: { ...process.env, LMS_PORT: String(lmsPort), LMS_HOST: '127.0.0.1', LMS_DB_FILE: join(dataDir, 'lms.sqlite'), LMS_CONTROL_TOKEN: controlToken },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -108,7 +123,7 @@ try {
   const targets: Array<{ name: string; url: string; process: ChildProcess }> = [];
   for (const [name, cwd] of [['this checkout', undefined], ...(options.checkout ? [['--checkout', resolve(options.checkout)]] : [])] as Array<[string, string | undefined]>) {
     const listen = targets.length === 0 ? port : await freePort();
-    const child = spawn(process.execPath, [...(options.profile && !cwd ? ['--cpu-prof', '--cpu-prof-dir', options.profile] : []), '--import', 'tsx', 'server/main.ts'], {
+    const child = spawn(process.execPath, [...(options.profile && !cwd ? ['--cpu-prof', '--cpu-prof-dir', options.profile] : []), ...entryArgs(cwd ?? process.cwd(), 'server/main')], {
       env: {
         ...process.env,
         NODE_ENV: 'development',
@@ -244,7 +259,7 @@ try {
     }
   }
   process.stdout.write(
-    `\n${MEMBERS} members, ${DURATION} s per cell after ${WARMUP} s; reference LMS in its own process; load average ${load} before, ${loadavg()[0]?.toFixed(1)} after\n${rows.join('\n')}\n`,
+    `\n${MEMBERS} members, ${DURATION} s per cell after ${WARMUP} s; reference LMS in its own process; ${COMPILED === undefined ? 'sources through tsx' : `the build (${COMPILED})`}; load average ${load} before, ${loadavg()[0]?.toFixed(1)} after\n${rows.join('\n')}\n`,
   );
 } finally {
   for (const child of children) {

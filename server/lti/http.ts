@@ -102,11 +102,7 @@ export class LmsHttp {
           port: target.port,
           path: target.path,
           ...target.options,
-          headers: {
-            ...target.headers,
-            ...(req.body !== undefined ? { 'Content-Length': String(Buffer.byteLength(req.body)) } : {}),
-            ...req.headers,
-          },
+          headers: headerList(target.headers, req),
         },
         (res) => {
           const chunks: Buffer[] = [];
@@ -187,6 +183,22 @@ export class LmsHttp {
     const value = parseObject(answer.body);
     return value ? { ok: true, value } : { ok: false, reason: `${field} did not answer a JSON object` };
   }
+}
+
+/**
+ * The request's headers as the flat name/value list `node:http` writes as given (PERF-103): with an object
+ * it calls `setHeader` per header (a lower-cased copy of each name and a map of them) and looks the Host and
+ * Authorization headers up again. The caller's headers win over the ones every request carries, compared
+ * without case, as `setHeader` compared them; the body's Content-Length is set unless the caller sets one.
+ */
+function headerList(common: Readonly<Record<string, string>>, req: Pick<LmsRequest, 'headers' | 'body'>): string[] {
+  const own = req.headers ?? {};
+  const ownNames = Object.keys(own).map((name) => name.toLowerCase());
+  const list: string[] = [];
+  for (const name in common) if (!ownNames.includes(name.toLowerCase())) list.push(name, common[name] as string);
+  if (req.body !== undefined && !ownNames.includes('content-length')) list.push('Content-Length', String(Buffer.byteLength(req.body)));
+  for (const name in own) list.push(name, own[name] as string);
+  return list;
 }
 
 export function parseObject(text: string): Record<string, unknown> | null {

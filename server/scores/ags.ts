@@ -43,6 +43,10 @@ export const MAX_RESPONSE_BODY_CHARS = 65_536;
 export const LINE_ITEM_SCOPE_WITHHELD =
   "max_score needs the LMS line-item scope, which this school's LMS developer key does not grant; nothing was published";
 
+/** The scopes a publication asks for, made once (they are only read). */
+const SCORE_SCOPES: readonly string[] = [AGS_SCOPES.score];
+const SCORE_AND_LINE_ITEM_SCOPES: readonly string[] = [AGS_SCOPES.score, AGS_SCOPES.lineItem];
+
 interface CachedToken {
   accessToken: string;
   scopes: Set<string>;
@@ -138,7 +142,7 @@ export class AgsPublisher implements Publisher {
     }
     // A school recorded as withholding the line-item scope (a tool's Sandbox school, LTI-51) is not asked.
     if (p.maxScore !== null && !p.organization.grantsLineItemScope) return failed(LINE_ITEM_SCOPE_WITHHELD);
-    const scopes = p.maxScore === null ? [AGS_SCOPES.score] : [AGS_SCOPES.score, AGS_SCOPES.lineItem];
+    const scopes = p.maxScore === null ? SCORE_SCOPES : SCORE_AND_LINE_ITEM_SCOPES;
     try {
       let points = p.columnPoints ?? p.placement.entry.points ?? p.location.points ?? 100;
       if (p.maxScore !== null) {
@@ -187,7 +191,7 @@ export class AgsPublisher implements Publisher {
   /** PUTs the line item's points; returns the failed outcome, or null when the points are set. */
   private async setPoints(
     platform: LmsPlatform,
-    scopes: string[],
+    scopes: readonly string[],
     lineItemUrl: string,
     maxScore: number,
   ): Promise<PublicationOutcome | null> {
@@ -230,7 +234,7 @@ export class AgsPublisher implements Publisher {
   /** Runs `call` with a token; after a 401 on a cached token, once more with a fresh one. */
   private async authorized(
     platform: LmsPlatform,
-    scopes: string[],
+    scopes: readonly string[],
     call: (accessToken: string) => Promise<LmsResponse>,
   ): Promise<{ response: LmsResponse } | { outcome: PublicationOutcome }> {
     const first = await this.token(platform, scopes);

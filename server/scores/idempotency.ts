@@ -5,7 +5,7 @@
  * hours; the same request again answers that attempt and publishes nothing, another request under the key
  * is refused. The header's name is read from the spec (lockstep).
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { Problem } from '../http/problem.js';
 import { loadBundledSpec } from '../http/spec.js';
@@ -56,7 +56,7 @@ function canonical(value: unknown): string {
 
 /** What makes two requests the same: the URL, who sends it, and the body as a JSON value. */
 export function requestFingerprint(parts: { path: string; caller: string; body: unknown }): string {
-  return createHash('sha256').update(`${parts.path}\n${parts.caller}\n${canonical(parts.body)}`).digest('hex');
+  return hash('sha256', `${parts.path}\n${parts.caller}\n${canonical(parts.body)}`, 'hex');
 }
 
 export interface IdempotentAnswer {

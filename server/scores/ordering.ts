@@ -52,16 +52,16 @@ function queueOf(store: object): Map<string, Promise<void>> {
 export function inSubmittedOrder<T>(store: Pick<Store, 'driver'>, memberId: string, locationId: string, fn: () => Promise<T>): Promise<T> {
   const key = `score-order:${memberId}:${locationId}`;
   const queue = queueOf(store);
-  const previous = queue.get(key) ?? Promise.resolve();
-  const run = previous.then(() => (store.driver.dialect === 'postgres' ? underLock(store, key, fn) : fn()));
-  const settled = run.then(
-    () => undefined,
-    () => undefined,
-  );
-  queue.set(key, settled);
-  void settled.then(() => {
+  const previous = queue.get(key);
+  const start = (): Promise<T> => (store.driver.dialect === 'postgres' ? underLock(store, key, fn) : fn());
+  // A pair with nothing queued (the usual case) starts at once, without a turn through a resolved promise.
+  const run = previous === undefined ? start() : previous.then(start);
+  // Settled either way, the pair's queue ends here unless a later call has queued behind this one.
+  const release = (): void => {
     if (queue.get(key) === settled) queue.delete(key);
-  });
+  };
+  const settled: Promise<void> = run.then(release, release);
+  queue.set(key, settled);
   return run;
 }
 

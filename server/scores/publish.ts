@@ -6,7 +6,8 @@
  * member and location and process, and on PostgreSQL the pair's advisory lock), the `submitted` instant
  * is read (strictly later than every earlier attempt or reservation of the member at the location, S-12),
  * the score is published with it, and the attempt is written once, with its final outcome, in ONE
- * transaction with what the publication settled (the column's points, H-03; the `Idempotency-Key`, H-07).
+ * transaction with what the publication settled (the column's points, H-03; the `Idempotency-Key`, H-07),
+ * which the attempts of other pairs answered at the same time share (`attempt-writes.ts`, PERF-101).
  * The order is held until that commit, so the next score of the pair reads this one's instant (PERF-40).
  * A process killed between publishing and writing leaves a score in the LMS without its attempt in the
  * grade history; the caller saw no 200 and submits again, and the resubmission's later timestamp
@@ -17,6 +18,7 @@ import type { AttemptRecord, AttemptSourceType, Repositories, Store } from '../s
 import type { Publication, PublicationOutcome, Publisher } from './publisher.js';
 import { failed } from './publisher.js';
 import { inSubmittedOrder } from './ordering.js';
+import { writeWithOthers } from './attempt-writes.js';
 import type { ScoreSubmission } from './validate.js';
 
 export interface PublishDeps {
@@ -99,7 +101,8 @@ export async function publishAttempt<K>(
       });
       outcome = failed('the publication failed inside the service; nothing is known to have reached the LMS');
     }
-    const attempt = await store.transaction(async (tx) => {
+    // In one transaction with the attempts of the other scores answered in this turn (PERF-101).
+    const attempt = await writeWithOthers(store, async (tx) => {
       const written = await tx.attempts.record({
         appId: records.app.id,
         contextId: records.context.id,
