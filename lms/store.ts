@@ -497,6 +497,32 @@ function numbered(sql: string): string {
   return sql.replace(/\?/g, () => `$${++n}`);
 }
 
+/** Above this many texts the rest run unnamed: each name costs every pooled connection a kept plan. */
+const NAMED_LIMIT = 300;
+/** `*` as a row's columns (`SELECT *`, `RETURNING *`), not `count(*)`. */
+const WHOLE_ROW = /(?<!count\()\*/i;
+/** Each text's numbered form, and its name (null: it stays unnamed). */
+const prepared = new Map<string, { text: string; name: string | null }>();
+let named = 0;
+
+/**
+ * A statement with parameters runs as a named prepared statement, as the service's do (PERF-130): parsed
+ * once per pooled connection and its plan kept, instead of parsed and planned on every execution.
+ * Unnamed: texts without parameters (the schema's DDL, for the simple protocol), and texts reading whole
+ * rows, whose kept plan PostgreSQL refuses once a newer LMS sharing the schema adds a column.
+ */
+function statement(sql: string, params: readonly LmsParam[] | undefined): pg.QueryConfig {
+  const values = pgParams(params);
+  let known = prepared.get(sql);
+  if (known === undefined) {
+    const text = numbered(sql);
+    if (prepared.size >= NAMED_LIMIT * 4) return { text, values };
+    known = { text, name: values.length > 0 && named < NAMED_LIMIT && !WHOLE_ROW.test(sql) ? `lms_${named++}` : null };
+    prepared.set(sql, known);
+  }
+  return known.name === null || values.length === 0 ? { text: known.text, values } : { name: known.name, text: known.text, values };
+}
+
 function pgParams(params: readonly LmsParam[] | undefined): LmsParam[] {
   return params ? params.map((p) => (p === undefined ? null : p)) : [];
 }
@@ -551,15 +577,15 @@ class PostgresLmsStore implements LmsStore {
   }
 
   async get<T extends object>(sql: string, params?: readonly LmsParam[]): Promise<T | undefined> {
-    return (await this.#pool.query<T & pg.QueryResultRow>(numbered(sql), pgParams(params))).rows[0];
+    return (await this.#pool.query<T & pg.QueryResultRow>(statement(sql, params))).rows[0];
   }
 
   async all<T extends object>(sql: string, params?: readonly LmsParam[]): Promise<T[]> {
-    return (await this.#pool.query<T & pg.QueryResultRow>(numbered(sql), pgParams(params))).rows;
+    return (await this.#pool.query<T & pg.QueryResultRow>(statement(sql, params))).rows;
   }
 
   async run(sql: string, params?: readonly LmsParam[]): Promise<LmsRunResult> {
-    return { changes: (await this.#pool.query(numbered(sql), pgParams(params))).rowCount ?? 0 };
+    return { changes: (await this.#pool.query(statement(sql, params))).rowCount ?? 0 };
   }
 
   async transaction<T>(fn: (tx: LmsDb) => Promise<T>): Promise<T> {
@@ -595,13 +621,13 @@ class PostgresLmsTransaction implements LmsDb {
   readonly dialect = 'postgres' as const;
   constructor(private readonly client: pg.PoolClient) {}
   async get<T extends object>(sql: string, params?: readonly LmsParam[]): Promise<T | undefined> {
-    return (await this.client.query<T & pg.QueryResultRow>(numbered(sql), pgParams(params))).rows[0];
+    return (await this.client.query<T & pg.QueryResultRow>(statement(sql, params))).rows[0];
   }
   async all<T extends object>(sql: string, params?: readonly LmsParam[]): Promise<T[]> {
-    return (await this.client.query<T & pg.QueryResultRow>(numbered(sql), pgParams(params))).rows;
+    return (await this.client.query<T & pg.QueryResultRow>(statement(sql, params))).rows;
   }
   async run(sql: string, params?: readonly LmsParam[]): Promise<LmsRunResult> {
-    return { changes: (await this.client.query(numbered(sql), pgParams(params))).rowCount ?? 0 };
+    return { changes: (await this.client.query(statement(sql, params))).rowCount ?? 0 };
   }
   transaction<T>(fn: (tx: LmsDb) => Promise<T>): Promise<T> {
     return fn(this);

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { openLmsStore } from '../../lms/store.ts';
+import { LMS_POSTGRES, lmsStoreFor } from './stores.ts';
 
 describe('the LMS store on a SQLite file of before the lms_ prefix', () => {
   it('renames the old tables and keeps their rows and foreign keys', async () => {
@@ -76,6 +77,26 @@ describe('the LMS store on a SQLite file: group commit (PERF-74)', () => {
       }
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe.runIf(LMS_POSTGRES)('the LMS store on PostgreSQL: named statements (PERF-130)', () => {
+  it('prepares a statement with parameters once per connection and answers it as before', async () => {
+    const stores = lmsStoreFor('postgres');
+    await stores.open();
+    const store = await openLmsStore(stores.location());
+    try {
+      const prepared = await store.transaction(async (tx) => {
+        for (let i = 0; i < 3; i += 1) expect(await tx.get<{ n: number }>('SELECT CAST(? AS integer) + 1 AS n', [i])).toEqual({ n: i + 1 });
+        return tx.all('SELECT name FROM pg_prepared_statements WHERE statement LIKE ?', ['SELECT CAST($1 AS integer) + 1%']);
+      });
+      expect(prepared).toHaveLength(1);
+      await expect(store.get('SELECT CAST(? AS integer) AS n', ['not a number'])).rejects.toThrow(/invalid input syntax/);
+      expect(await store.get<{ n: number }>('SELECT CAST(? AS integer) AS n', ['7'])).toEqual({ n: 7 });
+    } finally {
+      await store.close();
+      await stores.drop();
     }
   });
 });
