@@ -555,7 +555,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 }
 
 main().catch(async (err: unknown) => {
-  process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}${err instanceof Error && err.cause ? `\ncause: ${String((err.cause as Error).stack ?? err.cause)}` : ""}\n`);
   await stopAll();
   rmSync(dataDir, { recursive: true, force: true });
   process.exit(1);
