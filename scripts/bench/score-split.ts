@@ -22,6 +22,10 @@
  * from `<dist>/server/main.js` (the esbuild bundle of `npm run build`) and the LMS from `<dist>/lms/main.js`
  * (tsc's output), each checkout's service from its own `<dist>` (build it there first); the one LMS is this
  * checkout's.
+ *
+ * `--bare` adds `npm run bench`'s bare Express (`scripts/bench/bare.ts`, the same score route answered at
+ * once, nothing stored or published) as a target driven in the same rounds, and prints each service's p99
+ * against its p99 in the same round and connections: issue 14's p99 goal with the LMS in its own process.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -47,6 +51,7 @@ const { values: options } = parseArgs({
     'lms-profile': { type: 'string' },
     checkout: { type: 'string' },
     compiled: { type: 'string' },
+    bare: { type: 'boolean', default: false },
   },
 });
 const MEMBERS = Number(options.members);
@@ -55,6 +60,7 @@ const DURATION = Number(options.duration);
 const WARMUP = Number(options.warmup);
 const ROUNDS = Number(options.rounds);
 const COMMENT = 'Good work on question 3.';
+const BARE = 'bare Express';
 const LEARNER = 'http://purl.imsglobal.org/vocab/lis/v2/membership#Learner';
 const COMPILED = options.compiled;
 
@@ -142,6 +148,16 @@ try {
     children.push(child);
     targets.push({ name, url: `http://127.0.0.1:${listen}`, process: child });
     await waitFor(`http://127.0.0.1:${listen}/healthz`, `the service (${name})`);
+  }
+  if (options.bare) {
+    const listen = await freePort();
+    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/bench/bare.ts'], {
+      env: { ...process.env, PORT: String(listen) },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    children.push(child);
+    targets.push({ name: BARE, url: `http://127.0.0.1:${listen}`, process: child });
+    await waitFor(`http://127.0.0.1:${listen}/healthz`, BARE);
   }
   await waitFor(`${lmsUrl}/.well-known/openid-configuration`, 'the LMS');
 
@@ -246,20 +262,30 @@ try {
   };
 
   const rows: string[] = [];
+  const p99Ratios: string[] = [];
   const load = loadavg()[0]?.toFixed(1);
   for (let round = 1; round <= ROUNDS; round += 1) {
-    for (const connections of CONNECTIONS) for (const target of targets) {
-      const m = await drive(target, connections);
-      rows.push(
-        `round ${round}, ${target.name}, ${connections} connections: ${m.rps.toFixed(0)} scores/s, p50 ${m.p50} ms, p99 ${m.p99} ms; ` +
-          `CPU per score: service ${m.serviceMs.toFixed(2)} ms, LMS ${m.lmsMs.toFixed(2)} ms (LMS share ${((100 * m.lmsMs) / (m.serviceMs + m.lmsMs)).toFixed(0)}%); ` +
-          `load ${loadavg()[0]?.toFixed(1)}${m.failed ? `; ${m.failed} failed, first: ${m.firstFailure ?? ''}` : ''}`,
-      );
-      process.stderr.write(`${rows[rows.length - 1]}\n`);
+    for (const connections of CONNECTIONS) {
+      const p99s = new Map<string, number>();
+      for (const target of targets) {
+        const m = await drive(target, connections);
+        p99s.set(target.name, m.p99);
+        rows.push(
+          `round ${round}, ${target.name}, ${connections} connections: ${m.rps.toFixed(0)} scores/s, p50 ${m.p50} ms, p99 ${m.p99} ms; ` +
+            `CPU per score: service ${m.serviceMs.toFixed(2)} ms, LMS ${m.lmsMs.toFixed(2)} ms (LMS share ${((100 * m.lmsMs) / (m.serviceMs + m.lmsMs)).toFixed(0)}%); ` +
+            `load ${loadavg()[0]?.toFixed(1)}${m.failed ? `; ${m.failed} failed, first: ${m.firstFailure ?? ''}` : ''}`,
+        );
+        process.stderr.write(`${rows[rows.length - 1]}\n`);
+      }
+      const bare = p99s.get(BARE);
+      if (bare === undefined) continue;
+      for (const [name, p99] of p99s) {
+        if (name !== BARE) p99Ratios.push(`round ${round}, ${name}, ${connections} connections: p99 ${p99} ms against bare Express's ${bare} ms, ${(p99 / bare).toFixed(2)}x`);
+      }
     }
   }
   process.stdout.write(
-    `\n${MEMBERS} members, ${DURATION} s per cell after ${WARMUP} s; reference LMS in its own process; ${COMPILED === undefined ? 'sources through tsx' : `the build (${COMPILED})`}; load average ${load} before, ${loadavg()[0]?.toFixed(1)} after\n${rows.join('\n')}\n`,
+    `\n${MEMBERS} members, ${DURATION} s per cell after ${WARMUP} s; reference LMS in its own process; ${COMPILED === undefined ? 'sources through tsx' : `the build (${COMPILED})`}; load average ${load} before, ${loadavg()[0]?.toFixed(1)} after\n${rows.join('\n')}\n${p99Ratios.length ? `\np99 of each service against bare Express's in the same round:\n${p99Ratios.join('\n')}\n` : ''}`,
   );
 } finally {
   for (const child of children) {
