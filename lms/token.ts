@@ -4,7 +4,7 @@
  * are those the registration holds now (a registration denied the line-item scope gets `invalid_scope`
  * for it, decision S-23); tokens live `access_token_ttl_seconds` (decision LTI-35).
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, errors as joseErrors, jwtVerify } from 'jose';
 import type { JSONWebKeySet } from 'jose';
@@ -158,19 +158,13 @@ export async function issueToken(platform: Platform, form: Record<string, string
   return { status: 200, body: { access_token: token, token_type: 'Bearer', expires_in: ttl, scope: scopes.join(' ') } };
 }
 
-/** Digests of bearer tokens lately seen: a pure function of the token, kept so a reused token is not hashed per request. */
-const digests = new Map<string, string>();
-const DIGESTS_KEPT = 1024;
-
+/** A bearer token's digest, as stored: Node's one-shot form, no Hash object per request (PERF-112). */
 export function hashOf(token: string): string {
-  let digest = digests.get(token);
-  if (digest === undefined) {
-    digest = createHash('sha256').update(token).digest('hex');
-    if (digests.size >= DIGESTS_KEPT) digests.clear();
-    digests.set(token, digest);
-  }
-  return digest;
+  return hash('sha256', token, 'hex');
 }
+
+/** At most this many parsed scope lists are kept, then the map starts over. */
+const SCOPE_LISTS_KEPT = 1024;
 
 export interface AccessToken {
   clientId: string;
@@ -208,7 +202,7 @@ function scopesFrom(raw: string): readonly string[] {
   let scopes = scopeLists.get(raw);
   if (scopes === undefined) {
     scopes = Object.freeze(JSON.parse(raw) as string[]);
-    if (scopeLists.size >= DIGESTS_KEPT) scopeLists.clear();
+    if (scopeLists.size >= SCOPE_LISTS_KEPT) scopeLists.clear();
     scopeLists.set(raw, scopes);
   }
   return scopes;

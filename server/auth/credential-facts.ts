@@ -13,16 +13,10 @@
  * and an api.token's expiry is judged at each use from its kept record. Credentials are kept by their
  * SHA-256 digest, never as written.
  */
-import { hash } from 'node:crypto';
 import type { ApiTokenRecord, ApiTokenVerification, AppRecord, Clock, Store } from '../store/index.js';
 import type { CredentialEpoch } from '../store/repos/credential-epoch.js';
+import { sha256Hex } from '../store/ids.js';
 import type { CredentialStore } from './credentials.js';
-
-/**
- * The SHA-256 of a credential, hex: the store's `sha256Hex`, in Node's one-shot form (no Hash object per
- * request; it was a visible share of a GET, PERF-62). Only this class's maps are keyed by it.
- */
-const digestOf = (credential: string): string => hash('sha256', credential, 'hex');
 
 /** Past this many kept facts the process starts over (a bound on memory, not a policy). */
 const MAX_FACTS = 20_000;
@@ -133,7 +127,7 @@ export class CredentialFacts {
           }),
         verifyApiKey: (key: string) =>
           memo(keys, key, async () => {
-            const digest = digestOf(key);
+            const digest = sha256Hex(key);
             const { generation } = await this.epoch(holder);
             const kept = this.generation === generation ? this.apiKeys.get(digest) : undefined;
             if (kept) return kept;
@@ -145,7 +139,7 @@ export class CredentialFacts {
       apiTokens: Object.assign(Object.create(store.apiTokens) as CredentialStore['apiTokens'], {
         verify: (token: string) =>
           memo(tokens, token, async () => {
-            const digest = digestOf(token);
+            const digest = sha256Hex(token);
             const { generation } = await this.epoch(holder);
             const kept = this.generation === generation ? this.tokens.get(digest) : undefined;
             if (kept) return this.verification(kept);

@@ -5,10 +5,10 @@
  * hours; the same request again answers that attempt and publishes nothing, another request under the key
  * is refused. The header's name is read from the spec (lockstep).
  */
-import { hash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { Problem } from '../http/problem.js';
 import { loadBundledSpec } from '../http/spec.js';
+import { sha256Hex } from '../store/ids.js';
 import type { AttemptRecord, Repositories, Store } from '../store/index.js';
 import type { GradeAttemptJson } from './submit.js';
 import { attemptJson } from './submit.js';
@@ -56,7 +56,7 @@ function canonical(value: unknown): string {
 
 /** What makes two requests the same: the URL, who sends it, and the body as a JSON value. */
 export function requestFingerprint(parts: { path: string; caller: string; body: unknown }): string {
-  return hash('sha256', `${parts.path}\n${parts.caller}\n${canonical(parts.body)}`, 'hex');
+  return sha256Hex(`${parts.path}\n${parts.caller}\n${canonical(parts.body)}`);
 }
 
 export interface IdempotentAnswer {
