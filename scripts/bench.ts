@@ -1,9 +1,11 @@
 /**
  * `npm run bench`: what the full stack costs per request, against two baselines, in one run.
  *
- *   full stack  the real service (`server/main.ts`, as `npm start` runs it) with NODE_ENV=production:
+ *   full stack  the real service (`server/main.ts`, as `npm start` runs it) with production's pipeline:
  *               request validation, credential resolution, permission checks, SQLite (WAL with the group
- *               commit barrier, PERF-03), access logs (to /dev/null); response validation OFF, as production runs.
+ *               commit barrier, PERF-03), access logs (to /dev/null); response validation OFF, as production
+ *               runs. Scores are published to a school's LMS, the reference LMS in a process of its own
+ *               (scripts/bench/school-lms.ts, PERF-150), whose CPU per score is reported beside the service's.
  *   PostgreSQL  the same service on PostgreSQL with the shared blob store, as one instance and as two
  *               instances on one database with the load spread over both (scripts/bench/postgres.ts).
  *   bare        Express 5 with the same routes and nothing else (scripts/bench/bare.ts).
@@ -44,6 +46,7 @@ import { buildServices } from '../server/app.js';
 import { configFrom } from '../server/config.js';
 import { cpuMs, describeColdStart, measureColdStart, medianColdStart, startNodeFlags } from './bench/cold-start.js';
 import { probeCommitCost } from './bench/disk-probe.js';
+import { lmsProcess, serviceEnvForLoopbackLms, untilLmsReady } from './bench/school-lms.js';
 import { runFilesBench } from './bench/files.js';
 import {
   DEFAULT_BENCH_DATABASE_URL,
@@ -141,6 +144,8 @@ interface Target {
   operations?: Map<string, BenchOperation>;
   /** CPU milliseconds spent so far by the target's database backends, when they can be found. */
   databaseCpuMs?: () => Promise<number>;
+  /** A baseline (bare Express, Prism): it answers at once and reaches nothing, so no other process's CPU is its. */
+  baseline?: boolean;
 }
 
 const started = new Map<string, Started>();
@@ -250,9 +255,12 @@ async function measure(target: Target, shared: BenchOperation, connections: numb
   const pids = [...started.values()].filter((s) => target.urls.includes(s.url)).map((s) => s.pid);
   const cpuBefore = pids.reduce((sum, pid) => sum + cpuMs(pid), 0);
   const databaseBefore = (await target.databaseCpuMs?.()) ?? Number.NaN;
+  const reaches = target.baseline ? undefined : op.reaches;
+  const reachedBefore = reaches ? cpuMs(reaches.pid) : Number.NaN;
   const result = await run(DURATION);
   const cpuSpent = pids.reduce((sum, pid) => sum + cpuMs(pid), 0) - cpuBefore;
   const databaseSpent = ((await target.databaseCpuMs?.()) ?? Number.NaN) - databaseBefore;
+  const reachedSpent = reaches ? cpuMs(reaches.pid) - reachedBefore : Number.NaN;
   const problems: string[] = [];
   if (result['2xx'] + result.non2xx === 0) problems.push(`no answer within the ${DURATION} s run`);
   if (result.non2xx > 0) problems.push(`${result.non2xx} non-2xx (${JSON.stringify(result.statusCodeStats)})`);
@@ -263,6 +271,7 @@ async function measure(target: Target, shared: BenchOperation, connections: numb
     rps: served / result.duration,
     cpuMsPerRequest: pids.length && served ? cpuSpent / served : Number.NaN,
     ...(target.databaseCpuMs ? { databaseCpuMsPerRequest: served ? databaseSpent / served : Number.NaN } : {}),
+    ...(reaches ? { reached: { name: reaches.name, cpuMsPerRequest: served ? reachedSpent / served : Number.NaN } } : {}),
     p50: result.latency.p50,
     p99: result.latency.p99,
     failures: result.non2xx + result.errors + failed,
@@ -277,6 +286,7 @@ const SQLITE = 'full stack, SQLite';
 const BASELINE = 'baseline checkout, SQLite';
 const BARE = 'bare Express';
 const PRISM = 'Prism mock';
+const LMS = "school's LMS (reference LMS)";
 
 /** `--floors`: `{ "<operation>": { "<ratio label>": floor } }` at the run's first connection count. */
 function checkFloors(run: BenchRun, file: string): string[] {
@@ -305,22 +315,28 @@ async function main(): Promise<void> {
   let postgres: PostgresColumns | null = null;
   let postgresNote: string;
   try {
-    const [fullPort, validatingPort, barePort, prismPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+    const [fullPort, validatingPort, barePort, prismPort, lmsPort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
     const publicUrl = `http://127.0.0.1:${fullPort}`;
 
+    // The school's LMS scores are published to, in its own process from start to end, as a school's is.
+    const lmsSpec = lmsProcess({ port: lmsPort, dataDir, checkout: repoRoot, compiled: options.compiled });
+    const lmsStarted = await startTarget(LMS, lmsSpec.args, lmsPort, lmsSpec.env, '/.well-known/openid-configuration');
+    await untilLmsReady(lmsSpec.url);
+    const lms = { url: lmsSpec.url, controlToken: lmsSpec.controlToken, pid: lmsStarted.pid };
+
     // A tool, a graded placement and a student's launch, written to the data dir the service then opens;
-    // each section adds what it measures.
-    const services = await buildServices(configFrom({ dataDir, publicUrl, logLevel: 'silent' }));
+    // each section adds what it measures. Loopback and auto-activation let the service register with the
+    // LMS on 127.0.0.1 through Dynamic Registration (scripts/bench/school-lms.ts).
+    const services = await buildServices(configFrom({ dataDir, publicUrl, logLevel: 'silent', allowLoopbackTools: true, lmsAutoActivate: true }));
     const tool = await createTool({ services });
     const quiz = await placeLocation({ services }, { app: tool.app.id, type: 'assessment', points: 10 });
     const student = await launch({ services }, { placed: quiz, groups: ['student'] });
     const operations: BenchOperation[] = [];
-    for (const section of SECTIONS) operations.push(...(await section.prepare({ services, student, placed: quiz })));
+    for (const section of SECTIONS) operations.push(...(await section.prepare({ services, student, placed: quiz, lms })));
     if (options.only !== undefined) operations.splice(0, operations.length, ...operations.filter((o) => o.name.includes(options.only as string)));
     await services.blobs.close?.();
     await services.store.close();
     const rowPath = new URL(student.claims.storage.member).pathname;
-    const scorePath = new URL(student.claims.grade.submit ?? '').pathname;
 
     // Cold start first, while nothing else of the bench runs: spawn → first 200 on /healthz, and → first
     // validated contract operation (a member row GET).
@@ -342,19 +358,17 @@ async function main(): Promise<void> {
     }
 
     const serviceEnv = (port: number, validation: boolean): NodeJS.ProcessEnv => ({
-      NODE_ENV: 'production',
+      ...serviceEnvForLoopbackLms,
       PORT: String(port),
       HOST: '127.0.0.1',
       DATA_DIR: dataDir,
-      // The Sandbox LMS that scores are published to is reached through the public URL.
+      // The LMS's registration names the tool by this origin.
       PUBLIC_URL: publicUrl,
       RESPONSE_VALIDATION: String(validation),
       LOG_LEVEL: 'info',
     });
     const prismCli = createRequire(import.meta.url).resolve('@stoplight/prism-cli/dist/index.js');
-    const single = (s: Started, own: (p: string) => string | null = (p) => p): Target => ({ name: s.name, urls: [s.url], path: own, auth: student.auth });
-    // The baselines only have the storage and score routes.
-    const baselinePath = (p: string): string | null => (p === rowPath || p === scorePath ? p : null);
+    const single = (s: Started, baseline = false): Target => ({ name: s.name, urls: [s.url], path: (p) => p, auth: student.auth, ...(baseline ? { baseline } : {}) });
     const targets: Target[] = [];
     const profiling = options.profile ? ['--cpu-prof', '--cpu-prof-dir', options.profile] : [];
     targets.push(
@@ -377,7 +391,8 @@ async function main(): Promise<void> {
     } else {
       const pgColumns = await startPostgresColumns({
         databaseUrl: options.postgres,
-        sqlite: { rowPath, scorePath },
+        sqlite: { rowPath },
+        lms,
         freePort,
         startService: (name, port, env) => startTarget(name, [...(name.endsWith('instance 1') ? profiling : []), ...SERVICE_ARGS], port, env, '/healthz'),
         sections: SECTIONS,
@@ -393,7 +408,7 @@ async function main(): Promise<void> {
         targets.push(...pgColumns.columns);
       }
     }
-    targets.push(single(await startTarget(BARE, ['--import', 'tsx', 'scripts/bench/bare.ts'], barePort, { PORT: String(barePort) }, '/healthz'), baselinePath));
+    targets.push(single(await startTarget(BARE, ['--import', 'tsx', 'scripts/bench/bare.ts'], barePort, { PORT: String(barePort) }, '/healthz'), true));
     if (!options['no-prism']) {
       targets.push(
         single(
@@ -404,7 +419,7 @@ async function main(): Promise<void> {
             {},
             '/.well-known/jwks.json',
           ),
-          baselinePath,
+          true,
         ),
       );
     }
@@ -456,7 +471,9 @@ async function main(): Promise<void> {
           const pid = started.get(target.name)?.pid;
           if (pid !== undefined) m.rssMbAfter = Math.round(rssMb(pid) * 10) / 10;
           perTarget[target.name] = m;
-          const database = m.databaseCpuMsPerRequest === undefined ? '' : ` (+ PostgreSQL ${m.databaseCpuMsPerRequest.toFixed(2)} ms)`;
+          const database =
+            (m.databaseCpuMsPerRequest === undefined ? '' : ` (+ PostgreSQL ${m.databaseCpuMsPerRequest.toFixed(2)} ms)`) +
+            (m.reached === undefined ? '' : ` (+ ${m.reached.name} ${m.reached.cpuMsPerRequest.toFixed(2)} ms)`);
           process.stderr.write(
             `  ${op.name} on ${target.name}, ${conns} connections: ${fmtRps(m.rps)} req/s, p50 ${fmtMs(m.p50)}, p99 ${fmtMs(m.p99)}, CPU ${m.cpuMsPerRequest.toFixed(2)} ms/request${database}, RSS after ${m.rssMbAfter ?? 'n/a'} MB${m.bad ? ` [${m.bad}]` : ''}\n`,
           );

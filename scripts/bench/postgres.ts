@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL columns of `npm run bench`: the same full stack (`server/main.ts`, NODE_ENV=production)
+ * The PostgreSQL columns of `npm run bench`: the same full stack (`server/main.ts`, production's pipeline)
  * on PostgreSQL with the shared blob store, as one instance and as two instances on one database, the load
  * spread over both (autocannon gives its connections to the URLs in turn, as a round-robin balancer would).
  *
@@ -24,7 +24,8 @@ import { buildServices } from '../../server/app.js';
 import { configFrom } from '../../server/config.js';
 import { createTool, launch, placeLocation } from '../../tests/server/harness.js';
 import { cpuMs } from './cold-start.js';
-import type { BenchOperation, BenchSection } from './section.js';
+import { serviceEnvForLoopbackLms } from './school-lms.js';
+import type { BenchFixture, BenchOperation, BenchSection } from './section.js';
 
 export const DEFAULT_BENCH_DATABASE_URL =
   process.env['BENCH_DATABASE_URL'] || process.env['TIS_TEST_DATABASE_URL'] || 'postgres://tis:tis@127.0.0.1:5432/tis_test';
@@ -57,7 +58,9 @@ export interface PostgresColumns {
 export interface PostgresColumnsOptions {
   databaseUrl: string;
   /** The bench's fixture paths, rewritten onto this database's fixture. */
-  sqlite: { rowPath: string; scorePath: string };
+  sqlite: { rowPath: string };
+  /** The LMS scores are published to; the database's service registers with it as the SQLite one does. */
+  lms: BenchFixture['lms'];
   freePort(): Promise<number>;
   /** Starts `server/main.ts` with this environment on this port, as the bench starts its other targets. */
   startService(name: string, port: number, env: NodeJS.ProcessEnv): Promise<{ url: string; pid: number }>;
@@ -103,40 +106,34 @@ export async function startPostgresColumns(options: PostgresColumnsOptions): Pro
   };
   try {
     const [port1, port2] = await Promise.all([options.freePort(), options.freePort()]);
-    // One public origin for both instances, as behind a balancer; each publishes scores to its own Sandbox LMS.
+    // One public origin for both instances, as behind a balancer; the LMS knows the service by it.
     const publicUrl = `http://127.0.0.1:${port1}`;
     const store = { databaseUrl, databaseSchema: schema, blobStore: 'postgres' as const };
-    const services = await buildServices(configFrom({ dataDir, publicUrl, logLevel: 'silent', ...store }));
+    const services = await buildServices(configFrom({ dataDir, publicUrl, logLevel: 'silent', allowLoopbackTools: true, lmsAutoActivate: true, ...store }));
     const tool = await createTool({ services });
     const quiz = await placeLocation({ services }, { app: tool.app.id, type: 'assessment', points: 10 });
     const student = await launch({ services }, { placed: quiz, groups: ['student'] });
 
     const operations = new Map<string, BenchOperation>();
     for (const section of options.sections) {
-      for (const op of await section.prepare({ services, student, placed: quiz })) if (options.keep(op.name)) operations.set(op.name, op);
+      for (const op of await section.prepare({ services, student, placed: quiz, lms: options.lms })) if (options.keep(op.name)) operations.set(op.name, op);
     }
     await services.blobs.close?.();
     await services.store.close();
 
     const rowPath = new URL(student.claims.storage.member).pathname;
-    const scorePath = new URL(student.claims.grade.submit ?? '').pathname;
-    // Sections with fixtures of their own (files) are measured on SQLite only.
-    const path = (sqlitePath: string): string | null => {
-      if (sqlitePath === options.sqlite.rowPath) return rowPath;
-      if (sqlitePath === options.sqlite.scorePath) return scorePath;
-      return null;
-    };
+    // Every section's operations are the column's own (`operations`); the row is the one path seeded.
+    const path = (sqlitePath: string): string | null => (sqlitePath === options.sqlite.rowPath ? rowPath : null);
     const env = (port: number, instance: number): NodeJS.ProcessEnv => {
       const url = new URL(databaseUrl);
       // Names the instance's connections, so their backends can be found in pg_stat_activity.
       url.searchParams.set('application_name', `${schema}_${instance}`);
       return {
-        NODE_ENV: 'production',
+        ...serviceEnvForLoopbackLms,
         PORT: String(port),
         HOST: '127.0.0.1',
         DATA_DIR: dataDir,
         PUBLIC_URL: publicUrl,
-        RESPONSE_VALIDATION: 'false',
         LOG_LEVEL: 'info',
         DATABASE_URL: url.toString(),
         DATABASE_SCHEMA: schema,

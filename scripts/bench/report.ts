@@ -16,6 +16,8 @@ export interface Cell {
   cpuMsPerRequest: number;
   /** CPU milliseconds the target's database backends spent per served request (PostgreSQL columns). */
   databaseCpuMsPerRequest?: number;
+  /** CPU milliseconds per served request of another process the work reached (the LMS a score is published to). */
+  reached?: { name: string; cpuMsPerRequest: number };
   bad: string | null;
   /**
    * RSS of the target's (first) process in MB right after this cell, so a run shows whether memory grows
@@ -88,12 +90,16 @@ export function markdownTables(run: BenchRun, p99Of: string, p99To: string, cpuO
       });
       const ratios = run.ratios.map((r) => fmtRatio(ratioOf(run, op, conns, r)));
       const cpu = row[p99Of]?.cpuMsPerRequest;
-      const cpuCell = cpu === undefined || Number.isNaN(cpu) ? 'n/a' : `${cpu.toFixed(2)} ms`;
+      const reached = row[p99Of]?.reached;
+      const cpuCell =
+        (cpu === undefined || Number.isNaN(cpu) ? 'n/a' : `${cpu.toFixed(2)} ms`) +
+        (reached === undefined || Number.isNaN(reached.cpuMsPerRequest) ? '' : ` (+ ${reached.name} ${reached.cpuMsPerRequest.toFixed(2)} ms)`);
       const more = cpuOf.map((n) => {
         const m = row[n];
         if (!m || Number.isNaN(m.cpuMsPerRequest)) return 'n/a';
         const db = m.databaseCpuMsPerRequest;
-        return `${m.cpuMsPerRequest.toFixed(2)}${db === undefined || Number.isNaN(db) ? '' : ` + ${db.toFixed(2)}`} ms`;
+        const lms = m.reached === undefined || Number.isNaN(m.reached.cpuMsPerRequest) ? '' : ` (+ ${m.reached.name} ${m.reached.cpuMsPerRequest.toFixed(2)} ms)`;
+        return `${m.cpuMsPerRequest.toFixed(2)}${db === undefined || Number.isNaN(db) ? '' : ` + ${db.toFixed(2)}`} ms${lms}`;
       });
       out.push(`| ${[op, ...cells, ...ratios, fmtRatio(p99Ratio(run, op, conns, p99Of, p99To)), cpuCell, ...more].join(' | ')} |`);
     }

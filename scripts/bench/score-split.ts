@@ -4,13 +4,9 @@
  * where a score submission's CPU goes, the service's own work and the LMS's, each measured in its own process
  * (issue 14; decisions PERF-43, PERF-45, PERF-100).
  *
- * The LMS is the reference LMS (`lms/main.ts`, what `npm run lms` runs) in a process of its own, and the
- * service (`server/main.ts`) publishes to it exactly as to a school's LMS: the LMS opens the service's
- * `/lti/register` through Dynamic Registration (LMS_AUTO_ACTIVATE=1, ALLOW_LOOPBACK_TOOLS=1 since both
- * listen on 127.0.0.1, hence NODE_ENV=development with RESPONSE_VALIDATION=false, which is production's
- * pipeline), a course with one graded link and MEMBERS enrolled students is made through the LMS's
- * controls, and the service's records of those students' launches are written through the service's own
- * launch code on the same data directory. Then the contract's score URL is POSTed for each member in
+ * The LMS is the reference LMS in a process of its own, set up as `npm run bench`'s is (`school-lms.ts`:
+ * Dynamic Registration with the running service, LMS_AUTO_ACTIVATE=1, a course with one graded link and
+ * MEMBERS enrolled and launched students). Then the contract's score URL is POSTed for each member in
  * turn with that member's token; the service takes an AGS access token once and POSTs each score to the
  * line item's scores endpoint.
  *
@@ -33,12 +29,11 @@ import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
 import { buildServices } from '../../server/app.js';
 import { configFrom } from '../../server/config.js';
-import { createTool, launch, placeLocation } from '../../tests/server/harness.js';
-import { cpuMs } from './cold-start.js';
+import { cpuMs, startNodeFlags } from './cold-start.js';
+import { gradedClass, lmsProcess, registerWithLms, serviceEnvForLoopbackLms, untilLmsReady } from './school-lms.js';
 
 const { values: options } = parseArgs({
   options: {
@@ -61,7 +56,6 @@ const WARMUP = Number(options.warmup);
 const ROUNDS = Number(options.rounds);
 const COMMENT = 'Good work on question 3.';
 const BARE = 'bare Express';
-const LEARNER = 'http://purl.imsglobal.org/vocab/lis/v2/membership#Learner';
 const COMPILED = options.compiled;
 
 /** How a process of `checkout` runs `entry` (`server/main`, `lms/main`): its build, or its sources through tsx. */
@@ -69,7 +63,8 @@ function entryArgs(checkout: string, entry: string): string[] {
   if (COMPILED === undefined) return ['--import', 'tsx', `${entry}.ts`];
   const file = resolve(checkout, COMPILED, `${entry}.js`);
   if (!existsSync(file)) throw new Error(`${file} is missing: run \`npm run build\` in ${checkout}`);
-  return [file];
+  // The service with the node options `npm start` gives it (PERF-122).
+  return entry === 'server/main' ? [...startNodeFlags(checkout), file] : [file];
 }
 
 async function freePort(): Promise<number> {
@@ -114,12 +109,11 @@ try {
   const port = await freePort();
   const lmsPort = await freePort();
   const publicUrl = `http://127.0.0.1:${port}`;
-  const lmsUrl = `http://127.0.0.1:${lmsPort}`;
-  const controlToken = `lmsc_${randomBytes(24).toString('base64url')}`;
   const services = await buildServices(configFrom({ dataDir, publicUrl, logLevel: 'silent' }));
 
-  const lms = spawn(process.execPath, [...(options['lms-profile'] ? ['--cpu-prof', '--cpu-prof-dir', options['lms-profile']] : []), ...entryArgs(process.cwd(), 'lms/main')], {
-    env: { ...process.env, LMS_PORT: String(lmsPort), LMS_HOST: '127.0.0.1', LMS_DB_FILE: join(dataDir, 'lms.sqlite'), LMS_CONTROL_TOKEN: controlToken },
+  const lmsSpec = lmsProcess({ port: lmsPort, dataDir, checkout: process.cwd(), compiled: COMPILED });
+  const lms = spawn(process.execPath, [...(options['lms-profile'] ? ['--cpu-prof', '--cpu-prof-dir', options['lms-profile']] : []), ...lmsSpec.args], {
+    env: { ...process.env, ...lmsSpec.env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   children.push(lms);
@@ -132,14 +126,12 @@ try {
     const child = spawn(process.execPath, [...(options.profile && !cwd ? ['--cpu-prof', '--cpu-prof-dir', options.profile] : []), ...entryArgs(cwd ?? process.cwd(), 'server/main')], {
       env: {
         ...process.env,
-        NODE_ENV: 'development',
-        ALLOW_LOOPBACK_TOOLS: '1',
+        ...serviceEnvForLoopbackLms,
         LMS_AUTO_ACTIVATE: '1',
         PORT: String(listen),
         HOST: '127.0.0.1',
         DATA_DIR: dataDir,
         PUBLIC_URL: publicUrl,
-        RESPONSE_VALIDATION: 'false',
         LOG_LEVEL: 'info',
       },
       stdio: ['ignore', 'ignore', 'inherit'],
@@ -159,61 +151,11 @@ try {
     targets.push({ name: BARE, url: `http://127.0.0.1:${listen}`, process: child });
     await waitFor(`http://127.0.0.1:${listen}/healthz`, BARE);
   }
-  await waitFor(`${lmsUrl}/.well-known/openid-configuration`, 'the LMS');
+  await untilLmsReady(lmsSpec.url);
 
-  const control = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
-    const res = await fetch(`${lmsUrl}/controls${path}`, {
-      method,
-      headers: { authorization: `Bearer ${controlToken}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`LMS control ${method} ${path}: ${res.status} ${text}`);
-    return (text ? JSON.parse(text) : null) as T;
-  };
-
-  // Dynamic Registration, as a school's administrator makes it: the LMS's window opens the service's page.
-  const initiated = await control<{ url: string }>('POST', '/registrations/initiate', { tool_url: `${publicUrl}/lti/register` });
-  const page = await fetch(initiated.url);
-  if (!page.ok) throw new Error(`Dynamic Registration failed: ${page.status} ${(await page.text()).slice(0, 300)}`);
-  const { registrations } = await control<{ registrations: Array<{ client_id: string; deployments: Array<{ deployment_id: string }> }> }>('GET', '/registrations');
-  const registration = registrations[0];
-  const deploymentId = registration?.deployments[0]?.deployment_id;
-  if (!registration || !deploymentId) throw new Error('the LMS holds no registration of the service');
-  const issuer = ((await (await fetch(`${lmsUrl}/.well-known/openid-configuration`)).json()) as { issuer: string }).issuer;
-  const stored = await services.store.lti.findRegistration(issuer, registration.client_id);
-  if (stored?.status !== 'active') throw new Error(`the service's registration is ${stored?.status ?? 'missing'}`);
-
-  const course = await control<{ id: string }>('POST', '/courses', { deployment_id: deploymentId, title: 'Introduction to Statistics', label: 'STAT 101' });
-  const link = await control<{ id: string; line_items: Array<{ id: string }> }>('POST', `/courses/${course.id}/links`, {
-    title: 'Week 1 quiz',
-    custom: {},
-    line_item: { score_maximum: 10 },
-  });
-  const lineItemUrl = link.line_items[0]?.id;
-  if (!lineItemUrl) throw new Error('the LMS made no line item');
-
-  const tool = await createTool({ services });
-  const placed = await placeLocation(
-    { services },
-    {
-      app: tool.app.id,
-      organization: { issuer, client: registration.client_id, deployment: deploymentId, title: 'Northwind University' },
-      course: { externalId: course.id, name: 'Introduction to Statistics', label: 'STAT 101' },
-      type: 'assessment',
-      points: 10,
-      lineItem: false,
-    },
-  );
-  // What the launch of a link with an AGS `lineitem` claim records (server/lti/launch.ts).
-  await services.store.placements.setLineItem(placed.placement.id, lineItemUrl);
-  const shots: Shot[] = [];
-  for (let i = 0; i < MEMBERS; i += 1) {
-    const user = await control<{ sub: string }>('POST', '/users', { given_name: 'Ada', family_name: `Student ${i}`, email: `student-${i}@northwind.example` });
-    await control('PUT', `/courses/${course.id}/enrolments/${encodeURIComponent(user.sub)}`, { roles: [LEARNER] });
-    const s = await launch({ services }, { placed, groups: ['student'], userExternalId: user.sub });
-    shots.push({ path: new URL(s.claims.grade.submit ?? '').pathname, auth: s.auth });
-  }
+  // Dynamic Registration with the running service, then a class of MEMBERS students (school-lms.ts).
+  const school = await registerWithLms(lmsSpec, services, false);
+  const shots: Shot[] = (await gradedClass(lmsSpec, services, school, MEMBERS)).members;
   await services.store.close();
 
   const lmsPid = lms.pid ?? 0;

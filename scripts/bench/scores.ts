@@ -1,32 +1,34 @@
 /**
- * Score submission, published by the service to its Sandbox LMS over real HTTP. A submission is answered
- * 200 whether the LMS took the score or not; only an attempt with `status: success` counts as served.
+ * Score submission, published by the service over real HTTP to a school's LMS: the reference LMS in a
+ * process of its own (`school-lms.ts`, decision PERF-150), registered through Dynamic Registration. A
+ * submission is answered 200 whether the LMS took the score or not; only an attempt with `status: success`
+ * counts as served. The LMS's CPU per score is reported beside the service's.
  *
  * The submissions go to many members in turn, each with their own launch's token, as a class submitting
  * a quiz would: one member's scores are published one after another in `submitted` order (LTI-16), so a
  * bench that sent every score for one member would measure that one queue, not the service.
  */
-import { launch } from '../../tests/server/harness.js';
 import type { BenchSection } from './section.js';
+import { gradedClass, registerWithLms } from './school-lms.js';
 
 /** Members the submissions are spread over: more than the largest connection count, so no queue waits. */
 export const SCORE_MEMBERS = 100;
 
 export const scoreSection: BenchSection = {
   name: 'scores',
-  async prepare({ services, student, placed }) {
-    const scorePath = new URL(student.claims.grade.submit ?? '').pathname;
-    const members = [{ path: scorePath, auth: student.auth }];
-    while (members.length < SCORE_MEMBERS) {
-      const other = await launch({ services }, { placed, groups: ['student'] });
-      members.push({ path: new URL(other.claims.grade.submit ?? '').pathname, auth: other.auth });
-    }
+  async prepare({ services, lms }) {
+    // The fixture's service is not listening yet: it is served for the registration's span only.
+    const school = await registerWithLms(lms, services, true);
+    const { members } = await gradedClass(lms, services, school, SCORE_MEMBERS);
+    const first = members[0];
+    if (!first) throw new Error('no member to score');
     return [
       {
         name: 'score submission',
         method: 'POST',
-        path: scorePath,
+        path: first.path,
         spread: members,
+        reaches: { name: 'LMS', pid: lms.pid },
         body: JSON.stringify({ score: 0.85, comment: 'Good work on question 3.' }),
         failure: (status, body) => {
           if (status < 200 || status > 299) return null;

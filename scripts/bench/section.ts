@@ -5,6 +5,7 @@
  */
 import type { Services } from '../../server/http/services.js';
 import type { PlacedLocation, TestLaunch } from '../../tests/server/harness.js';
+import type { LmsProcessSpec } from './school-lms.js';
 
 /** What the bench prepared before any server started: a tool, a graded placement and a student's launch. */
 export interface BenchFixture {
@@ -12,6 +13,8 @@ export interface BenchFixture {
   student: TestLaunch;
   /** The graded placement the student launched (a section may launch more people into it). */
   placed: PlacedLocation;
+  /** The LMS in its own process that scores are published to (`school-lms.ts`); `pid` for its CPU. */
+  lms: Pick<LmsProcessSpec, 'url' | 'controlToken'> & { pid: number };
 }
 
 export interface BenchOperation {
@@ -33,6 +36,11 @@ export interface BenchOperation {
    * map every one of them) gets `path` alone.
    */
   spread?: ReadonlyArray<{ path: string; auth: string }>;
+  /**
+   * Another process the operation's work reaches (the LMS a score is published to): its CPU per served
+   * request is reported beside the target's own, not inside it.
+   */
+  reaches?: { name: string; pid: number };
   /** Targets that cannot serve it (by name); default: every target. */
   skip?: readonly string[];
 }
