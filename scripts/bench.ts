@@ -379,7 +379,7 @@ async function main(): Promise<void> {
       targets.push(single(await startTarget(BASELINE, ['--import', 'tsx', 'server/main.ts'], port, serviceEnv(port, false), '/healthz', resolve(options.baseline))));
     }
     if (options['with-validation']) {
-      // Same data dir (WAL allows two processes); each process publishes scores to its own Sandbox LMS.
+      // Same data dir (WAL allows two processes), publishing to the same school's LMS.
       targets.push(
         single(
           await startTarget(`${SQLITE}, response validation ON`, SERVICE_ARGS, validatingPort, serviceEnv(validatingPort, true), '/healthz'),
