@@ -248,7 +248,7 @@ async function measure(target: Target, shared: BenchOperation, connections: numb
       connections,
       duration,
     });
-  if (WARMUP > 0) await run(WARMUP);
+  if (WARMUP > 0) await run(Math.max(WARMUP, op.warmupS ?? 0));
   failed = 0;
   reasons.clear();
   // The CPU the target's own processes spend is what the load generator and the neighbours cannot blur.
@@ -488,7 +488,8 @@ async function main(): Promise<void> {
     run.machine =
       `${cpu.length} cores (${cpu[0]?.model.trim() ?? 'unknown CPU'}), ${Math.round(totalmem() / 2 ** 30)} GB, Node ${process.version}, ` +
       `${startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC; load average ${loadBefore[0]!.toFixed(2)} before, ${loadAfter[0]!.toFixed(2)} after; ` +
-      `autocannon: ${CONNECTIONS.join(' and ')} connections, ${DURATION} s per cell after a ${WARMUP} s warm-up; ` +
+      `autocannon: ${CONNECTIONS.join(' and ')} connections, ${DURATION} s per cell after a ${WARMUP} s warm-up` +
+      `${operations.filter((o) => WARMUP > 0 && (o.warmupS ?? 0) > WARMUP).map((o) => ` (${o.name}: ${o.warmupS} s)`).join('')}; ` +
       `a SQLite WAL commit on this disk: ${disk.fullMs.toFixed(2)} ms with synchronous=FULL (an fsync each), ${disk.normalMs.toFixed(3)} ms with NORMAL; ` +
       `${postgresNote}`;
     const flagged: string[] = [];

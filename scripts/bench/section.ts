@@ -41,6 +41,11 @@ export interface BenchOperation {
    * request is reported beside the target's own, not inside it.
    */
   reaches?: { name: string; pid: number };
+  /**
+   * Seconds of warm-up before each of its cells when that is longer than the bench's `--warmup` (which 0
+   * still turns off): an operation whose code reaches its steady speed later than the others'.
+   */
+  warmupS?: number;
   /** Targets that cannot serve it (by name); default: every target. */
   skip?: readonly string[];
 }
