@@ -51,6 +51,12 @@ export interface Driver {
 
 export interface RootDriver extends Driver {
   close(): Promise<void>;
+  /**
+   * A driver whose commits are made durable by one fsync shared by the commits before it (SQLite, PERF-03):
+   * the fsync running now, if one is. A commit made before it ends waits for it and then for the next one,
+   * so a write may as well wait for it before committing (PERF-141). Absent, or null, otherwise.
+   */
+  syncRunning?(): Promise<void> | null;
 }
 
 /**

@@ -75,6 +75,8 @@ export class SqliteDriver implements RootDriver {
   #durable = 0;
   #syncs = 0;
   #syncing: Promise<void> | null = null;
+  /** Whether `#syncing` has fixed the commits it covers and is in its fsync (PERF-141). */
+  #syncRunning = false;
   #wal: FileHandle | null = null;
 
   constructor(options: SqliteDriverOptions) {
@@ -206,6 +208,7 @@ export class SqliteDriver implements RootDriver {
       // where starting it at the first commit left the others the whole next one to wait for (PERF-81).
       if (this.path !== ':memory:') await setImmediate();
       const through = this.#committed;
+      this.#syncRunning = true;
       if (this.path !== ':memory:') {
         if (!this.#wal) {
           // The WAL's directory entry and the database file's header must be durable too: once, here.
@@ -225,7 +228,16 @@ export class SqliteDriver implements RootDriver {
       this.#durable = Math.max(this.#durable, through);
     } finally {
       this.#syncing = null;
+      this.#syncRunning = false;
     }
+  }
+
+  /**
+   * The WAL's fsync running now, once it has fixed the commits it covers (not while it waits for its
+   * turn, when a commit still rides on it): a commit made before it settles needs the next one.
+   */
+  syncRunning(): Promise<void> | null {
+    return this.#syncRunning ? this.#syncing : null;
   }
 
   async close(): Promise<void> {
