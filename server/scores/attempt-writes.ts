@@ -11,7 +11,7 @@
  * A write runs inside its pair's publication order (`ordering.ts`) as before: the pair's next score waits
  * for this commit, so two writes of one pair are never in one batch.
  */
-import type { Repositories, Store } from '../store/index.js';
+import type { Repositories, RootDriver, Store } from '../store/index.js';
 
 type Write<T> = (tx: Repositories) => Promise<T>;
 
@@ -21,20 +21,33 @@ interface Pending {
   reject: (reason: unknown) => void;
 }
 
-/** The writes gathered for each store's next transaction, until it starts. */
-const gathering = new WeakMap<Pick<Store, 'transaction'>, Pending[]>();
+/** The store, and its driver when it can say whether a WAL fsync is running (SQLite). */
+type Writable = Pick<Store, 'transaction'> & { readonly driver?: Pick<RootDriver, 'syncRunning'> };
 
-/** Runs `write` in a transaction shared with the other writes asked for in this turn of the event loop. */
-export function writeWithOthers<T>(store: Pick<Store, 'transaction'>, write: Write<T>): Promise<T> {
+/** The writes gathered for each store's next transaction, until it starts. */
+const gathering = new WeakMap<Writable, Pending[]>();
+
+/**
+ * Runs `write` in a transaction shared with the other writes asked for in this turn of the event loop,
+ * and, while the store's WAL fsync is running, with those asked for until it ends (PERF-141): a commit
+ * made during that fsync is answered only after the next one, which starts after it ends, so the writes
+ * gathered meanwhile commit together just before it, at no later answer, in one BEGIN/COMMIT.
+ */
+export function writeWithOthers<T>(store: Writable, write: Write<T>): Promise<T> {
   let batch = gathering.get(store);
   if (!batch) {
     const gathered: Pending[] = [];
     batch = gathered;
     gathering.set(store, gathered);
-    // After the answers that arrived in this turn have reached their writes.
-    setImmediate(() => {
+    const start = (): void => {
       gathering.delete(store);
       void flush(store, gathered);
+    };
+    // After the answers that arrived in this turn have reached their writes.
+    setImmediate(() => {
+      const running = store.driver?.syncRunning?.() ?? null;
+      if (running) running.then(start, start);
+      else start();
     });
   }
   const pending = batch;

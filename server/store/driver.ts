@@ -33,6 +33,13 @@ export interface Driver {
   readonly forUpdate: string;
   get<T extends object>(sql: string, params?: readonly SqlParam[]): Promise<T | undefined>;
   all<T extends object>(sql: string, params?: readonly SqlParam[]): Promise<T[]>;
+  /**
+   * A read's rows as arrays of the column values in the SELECT's order, for a statement of many columns:
+   * better-sqlite3 makes a row object by adding each column's name as a property, which for a joined row
+   * of 79 columns cost more than the statement itself (PERF-140). Optional: a driver without it is read
+   * with `rowValues` (its `all`, each row's values in column order).
+   */
+  values?(sql: string, params?: readonly SqlParam[]): Promise<unknown[][]>;
   run(sql: string, params?: readonly SqlParam[]): Promise<RunResult>;
   /**
    * Runs `fn` in a transaction. Called on a transaction-scoped driver it opens a savepoint instead, so
@@ -44,6 +51,22 @@ export interface Driver {
 
 export interface RootDriver extends Driver {
   close(): Promise<void>;
+  /**
+   * A driver whose commits are made durable by one fsync shared by the commits before it (SQLite, PERF-03):
+   * the fsync running now, if one is. A commit made before it ends waits for it and then for the next one,
+   * so a write may as well wait for it before committing (PERF-141). Absent, or null, otherwise.
+   */
+  syncRunning?(): Promise<void> | null;
+}
+
+/**
+ * A read's rows as arrays of column values in the SELECT's order: the driver's `values` when it has one,
+ * else its row objects' values (in column order, as long as the SELECT's column names are distinct and
+ * none looks like an array index, which would be ordered first).
+ */
+export async function rowValues(db: Driver, sql: string, params?: readonly SqlParam[]): Promise<unknown[][]> {
+  if (db.values) return db.values(sql, params);
+  return (await db.all<Record<string, unknown>>(sql, params)).map((row) => Object.values(row));
 }
 
 /**

@@ -206,7 +206,7 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
 }
 
 export type { Dialect, Driver, RootDriver, RunResult, SqlParam } from './driver.js';
-export { normalizeParams, toPostgresPlaceholders } from './driver.js';
+export { normalizeParams, rowValues, toPostgresPlaceholders } from './driver.js';
 export * from './errors.js';
 export { SqliteDriver } from './sqlite.js';
 export type { SqliteDriverOptions } from './sqlite.js';

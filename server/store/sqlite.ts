@@ -75,6 +75,8 @@ export class SqliteDriver implements RootDriver {
   #durable = 0;
   #syncs = 0;
   #syncing: Promise<void> | null = null;
+  /** Whether `#syncing` has fixed the commits it covers and is in its fsync (PERF-141). */
+  #syncRunning = false;
   #wal: FileHandle | null = null;
 
   constructor(options: SqliteDriverOptions) {
@@ -129,6 +131,18 @@ export class SqliteDriver implements RootDriver {
     }
     if (!statement.readonly) return this.transaction((tx) => tx.all<T>(sql, params));
     return this.#outside(() => this.#allWith<T>(statement, params));
+  }
+
+  /** `all`'s rows as arrays (better-sqlite3's raw mode): a read only, outside or inside a transaction (PERF-140). */
+  values(sql: string, params?: readonly SqlParam[]): Promise<unknown[][]> {
+    let statement: Database.Statement;
+    try {
+      statement = this.#preparedOrMapped(sql);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+    if (!statement.readonly) return Promise.reject(new TypeError('values() is for statements that only read'));
+    return this.#outside(() => rawRows(statement, params));
   }
 
   /** A lone write is a one-statement transaction, so it waits for the write lock asynchronously too. */
@@ -194,6 +208,7 @@ export class SqliteDriver implements RootDriver {
       // where starting it at the first commit left the others the whole next one to wait for (PERF-81).
       if (this.path !== ':memory:') await setImmediate();
       const through = this.#committed;
+      this.#syncRunning = true;
       if (this.path !== ':memory:') {
         if (!this.#wal) {
           // The WAL's directory entry and the database file's header must be durable too: once, here.
@@ -213,7 +228,16 @@ export class SqliteDriver implements RootDriver {
       this.#durable = Math.max(this.#durable, through);
     } finally {
       this.#syncing = null;
+      this.#syncRunning = false;
     }
+  }
+
+  /**
+   * The WAL's fsync running now, once it has fixed the commits it covers (not while it waits for its
+   * turn, when a commit still rides on it): a commit made before it settles needs the next one.
+   */
+  syncRunning(): Promise<void> | null {
+    return this.#syncRunning ? this.#syncing : null;
   }
 
   async close(): Promise<void> {
@@ -289,6 +313,18 @@ export class SqliteDriver implements RootDriver {
   /** @internal */
   allSync<T extends object>(sql: string, params?: readonly SqlParam[]): T[] {
     return this.#all<T>(sql, params);
+  }
+
+  /** @internal */
+  valuesSync(sql: string, params?: readonly SqlParam[]): unknown[][] {
+    let statement: Database.Statement;
+    try {
+      statement = this.#prepare(sql);
+    } catch (err) {
+      throw mapSqliteError(err);
+    }
+    if (!statement.readonly) throw new TypeError('values() is for statements that only read');
+    return rawRows(statement, params);
   }
 
   /** @internal */
@@ -489,12 +525,33 @@ class SqliteTransaction implements Driver {
     return this.#driver.inScope(this.#scope, () => this.#driver.allSync<T>(sql, params));
   }
 
+  values(sql: string, params?: readonly SqlParam[]): Promise<unknown[][]> {
+    return this.#driver.inScope(this.#scope, () => this.#driver.valuesSync(sql, params));
+  }
+
   run(sql: string, params?: readonly SqlParam[]): Promise<RunResult> {
     return this.#driver.inScope(this.#scope, () => this.#driver.runSync(sql, params));
   }
 
   transaction<T>(fn: (tx: Driver) => Promise<T>): Promise<T> {
     return this.#driver.savepoint(this.#scope, fn);
+  }
+}
+
+/**
+ * A statement's rows as arrays. The statement is shared with `get`/`all` through the cache, so its raw
+ * mode is set for this one synchronous call and always put back.
+ */
+function rawRows(statement: Database.Statement, params?: readonly SqlParam[]): unknown[][] {
+  try {
+    statement.raw(true);
+    try {
+      return statement.all(...normalizeParams(params)) as unknown[][];
+    } finally {
+      statement.raw(false);
+    }
+  } catch (err) {
+    throw mapSqliteError(err);
   }
 }
 

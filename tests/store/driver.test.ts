@@ -15,6 +15,7 @@ import {
   newId,
   normalizeParams,
   parseApiKey,
+  rowValues,
   systemClock,
   toPostgresPlaceholders,
 } from '../../server/store/index.js';
@@ -342,6 +343,32 @@ describe.each(STORE_TARGETS)('driver semantics ($name)', (target) => {
       await db.run('CREATE TABLE t (id TEXT PRIMARY KEY, n INTEGER)');
       const row = await db.get<{ id: string }>("INSERT INTO t VALUES ('r', 1) RETURNING id");
       expect(row).toEqual({ id: 'r' });
+    } finally {
+      await done();
+    }
+  });
+
+  it('reads rows as arrays of column values in SELECT order, and the same statement as objects afterwards', async () => {
+    const { store, done } = await target.fresh();
+    const db = store.driver;
+    try {
+      await db.run('CREATE TABLE t (id TEXT PRIMARY KEY, n INTEGER, note TEXT)');
+      await db.run('INSERT INTO t VALUES (?, ?, ?), (?, ?, ?)', ['a', 1, null, 'b', 2, 'x']);
+      const sql = 'SELECT note AS z_note, id AS a_id, n AS m_n FROM t WHERE n >= ? ORDER BY id';
+      const expected = [
+        [null, 'a', 1],
+        ['x', 'b', 2],
+      ];
+      expect(await rowValues(db, sql, [1])).toEqual(expected);
+      // The statement the array read used still answers objects to `all` and `get` (SQLite's raw mode is put back).
+      expect(await db.all(sql, [1])).toEqual([
+        { z_note: null, a_id: 'a', m_n: 1 },
+        { z_note: 'x', a_id: 'b', m_n: 2 },
+      ]);
+      expect(await db.transaction((tx) => rowValues(tx, sql, [2]))).toEqual([['x', 'b', 2]]);
+      expect(await db.get(sql, [2])).toEqual({ z_note: 'x', a_id: 'b', m_n: 2 });
+      if (db.values) await expect(db.values('INSERT INTO t VALUES (?, ?, ?)', ['c', 3, null])).rejects.toThrow(TypeError);
+      expect(await rowValues(db, 'SELECT id FROM t WHERE id = ?', ['nothing'])).toEqual([]);
     } finally {
       await done();
     }

@@ -1,3 +1,4 @@
+import { rowValues } from '../driver.js';
 import { newId } from '../ids.js';
 import type { RepoContext } from './common.js';
 import { parseJson } from './common.js';
@@ -85,33 +86,41 @@ const SCORED_PARTS = {
   r: 'client_id, token_url, token_audience',
 } as const;
 type ScoredAlias = keyof typeof SCORED_PARTS;
-const SCORED_NAMES = {} as Record<ScoredAlias, ReadonlyArray<readonly [string, string]>>;
+/** Each record's columns as `[place in the joined row, column]`: the row is read as an array (PERF-140). */
+const SCORED_PLACES = {} as Record<ScoredAlias, ReadonlyArray<readonly [number, string]>>;
 /** Each alias's first column (its key), null in the joined row when the LEFT JOIN found nothing. */
-const SCORED_KEYS = {} as Record<ScoredAlias, string>;
+const SCORED_KEYS = {} as Record<ScoredAlias, number>;
+const selected: string[] = [];
 for (const alias of Object.keys(SCORED_PARTS) as ScoredAlias[]) {
-  SCORED_NAMES[alias] = SCORED_PARTS[alias].split(',').map((c) => [`${alias}_${c.trim()}`, c.trim()] as const);
-  SCORED_KEYS[alias] = SCORED_NAMES[alias][0]?.[0] ?? '';
+  SCORED_PLACES[alias] = SCORED_PARTS[alias].split(',').map((c) => {
+    const column = c.trim();
+    selected.push(`${alias}.${column} AS ${alias}_${column}`);
+    return [selected.length - 1, column] as const;
+  });
+  SCORED_KEYS[alias] = SCORED_PLACES[alias][0]?.[0] ?? -1;
 }
 
 /** `alias.column AS alias_column` for each of a repo's columns, so one joined row holds several records. */
-const SCORED_SELECT = Object.entries(SCORED_NAMES)
-  .flatMap(([alias, names]) => names.map(([joined, column]) => `${alias}.${column} AS ${joined}`))
-  .join(', ');
+const SCORED_SELECT = selected.join(', ');
 
 /**
- * One record's columns out of a joined row, under their own names: looked up by the names made once
- * above, not found by testing every column of the row for the prefix (which was 1% of a score's CPU).
+ * One record's columns out of a joined row, under their own names, by the places worked out once above
+ * (was: found by testing every column of the row for the prefix, 1% of a score's CPU; then by name, PERF-54).
  */
-function part<T>(row: Record<string, unknown>, alias: ScoredAlias): T {
+function part<T>(row: readonly unknown[], alias: ScoredAlias): T {
   const out: Record<string, unknown> = {};
-  for (const [joined, column] of SCORED_NAMES[alias]) out[column] = row[joined];
+  for (const [place, column] of SCORED_PLACES[alias]) out[column] = row[place];
   return out as T;
 }
 
 /** Whether the joined row holds a record under the alias (its first column, the key, is not null). */
-function present(row: Record<string, unknown>, alias: ScoredAlias): boolean {
+function present(row: readonly unknown[], alias: ScoredAlias): boolean {
   const key = row[SCORED_KEYS[alias]];
   return key !== null && key !== undefined;
+}
+
+function gradeServiceOf(row: { client_id: string; token_url: string; token_audience: string | null }): GradeServiceRecord {
+  return { clientId: row.client_id, tokenUrl: row.token_url, tokenAudience: row.token_audience ?? null };
 }
 
 function toPlacement(row: PlacementRow): PlacementRecord {
@@ -207,7 +216,9 @@ export class PlacementsRepo {
    * `memberId` and `callerUserId` that name nothing give null records, never an error.
    */
   async scoreRead(contextId: string, appId: string, locationId: string, memberId: string, callerUserId: string | null): Promise<ScoreRead> {
-    const rows = await this.ctx.db.all<Record<string, unknown>>(
+    // As arrays: better-sqlite3 would add the 79 column names to an object per row (PERF-140).
+    const rows = await rowValues(
+      this.ctx.db,
       `SELECT ${SCORED_SELECT}
          FROM (SELECT 1 AS one) base
          LEFT JOIN members m ON m.id = ? AND m.context_id = ?
@@ -222,7 +233,7 @@ export class PlacementsRepo {
         ORDER BY p.created_at, p.id`,
       [memberId, contextId, contextId, callerUserId, contextId, appId, locationId],
     );
-    const first = rows[0] ?? {};
+    const first = rows[0] ?? [];
     const member = present(first, 'm') ? toMember(part(first, 'm')) : null;
     const callerMember = present(first, 'cm') ? toMember(part(first, 'cm')) : null;
     const placed = present(first, 'p');
@@ -242,7 +253,7 @@ export class PlacementsRepo {
         location: toLocation(part(head, 'l')),
         user: present(head, 'u') ? toUser(part(head, 'u')) : null,
         gradeService: present(head, 'r')
-          ? { clientId: head['r_client_id'] as string, tokenUrl: head['r_token_url'] as string, tokenAudience: (head['r_token_audience'] as string | null) ?? null }
+          ? gradeServiceOf(part<{ client_id: string; token_url: string; token_audience: string | null }>(head, 'r'))
           : null,
       },
     };
