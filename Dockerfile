@@ -45,4 +45,4 @@ EXPOSE 3000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/healthz').then((r)=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # What `npm start` runs, without npm in between: node is PID 1 and gets `docker stop`'s SIGTERM itself.
-CMD ["node", "--max-semi-space-size=8", "dist/server/main.js"]
+CMD ["node", "--max-semi-space-size=8", "--max-old-space-size=1024", "dist/server/main.js"]
