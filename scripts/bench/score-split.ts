@@ -58,13 +58,12 @@ const COMMENT = 'Good work on question 3.';
 const BARE = 'bare Express';
 const COMPILED = options.compiled;
 
-/** How a process of `checkout` runs `entry` (`server/main`, `lms/main`): its build, or its sources through tsx. */
-function entryArgs(checkout: string, entry: string): string[] {
-  if (COMPILED === undefined) return ['--import', 'tsx', `${entry}.ts`];
-  const file = resolve(checkout, COMPILED, `${entry}.js`);
+/** How `checkout`'s service starts: its build with the node options of its `npm start` (PERF-151), or its sources through tsx. */
+function serviceArgs(checkout: string): string[] {
+  if (COMPILED === undefined) return ['--import', 'tsx', 'server/main.ts'];
+  const file = resolve(checkout, COMPILED, 'server/main.js');
   if (!existsSync(file)) throw new Error(`${file} is missing: run \`npm run build\` in ${checkout}`);
-  // The service with the node options `npm start` gives it (PERF-122).
-  return entry === 'server/main' ? [...startNodeFlags(checkout), file] : [file];
+  return [...startNodeFlags(checkout), file];
 }
 
 async function freePort(): Promise<number> {
@@ -78,7 +77,7 @@ async function freePort(): Promise<number> {
 async function waitFor(url: string, what: string): Promise<void> {
   for (let tries = 0; ; tries += 1) {
     try {
-      // The reference LMS listens before it is ready and answers 503 until then.
+      // A server that listens before it is ready answers 503 until then.
       if ((await fetch(url)).status !== 503) return;
       throw new Error('not ready');
     } catch {
@@ -123,7 +122,7 @@ try {
   const targets: Array<{ name: string; url: string; process: ChildProcess }> = [];
   for (const [name, cwd] of [['this checkout', undefined], ...(options.checkout ? [['--checkout', resolve(options.checkout)]] : [])] as Array<[string, string | undefined]>) {
     const listen = targets.length === 0 ? port : await freePort();
-    const child = spawn(process.execPath, [...(options.profile && !cwd ? ['--cpu-prof', '--cpu-prof-dir', options.profile] : []), ...entryArgs(cwd ?? process.cwd(), 'server/main')], {
+    const child = spawn(process.execPath, [...(options.profile && !cwd ? ['--cpu-prof', '--cpu-prof-dir', options.profile] : []), ...serviceArgs(cwd ?? process.cwd())], {
       env: {
         ...process.env,
         ...serviceEnvForLoopbackLms,
