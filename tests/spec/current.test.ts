@@ -1,7 +1,7 @@
 /**
  * The current contract (2026-09-21 with the 2026-10-05 additions) as the spec states it. The spec is bundled
  * here with @redocly/openapi-core, so this test does not depend on `npm run generate`; every assertion names a
- * concrete rule of the contract or of docs/decisions.md and fails if the spec drifts from it.
+ * concrete rule of the contract or of docs/decisions/ and fails if the spec drifts from it.
  */
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';

@@ -1,6 +1,6 @@
 /**
  * The dashboard API (openapi/dashboard/) is this implementation's own API, not part of the published contract.
- * These tests pin what the contract and docs/decisions.md require of it: that it says so, that every operation
+ * These tests pin what the contract and docs/decisions/ require of it: that it says so, that every operation
  * takes the right credential (decision GAP-01, NS-10), that registration refuses `callback_url` and returns the
  * API key (GAP-31, NS-10), and that the Sandbox picker reports every locations failure of the contract's table.
  */
