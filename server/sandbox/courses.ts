@@ -18,13 +18,12 @@ import { ensureSandboxRegistration } from './lms-registration.js';
 import { moveOlderSandboxCourses } from './older-courses.js';
 import type { LmsSandbox } from './lms-sandbox.js';
 import { ensureLmsSandbox, sandboxDeploymentId, sandboxTrialCourseId } from './lms-sandbox.js';
+import { SANDBOX_ROLES, TRIAL_PEOPLE, trialUserExternalId } from './trial-people.js';
+import type { SandboxRole } from './trial-people.js';
 
-export type SandboxRole = components['schemas']['SandboxRole'];
 export type SandboxUserJson = components['schemas']['SandboxUser'];
 export type SandboxUsersJson = components['schemas']['SandboxUsers'];
 export type SandboxCourseJson = components['schemas']['SandboxCourse'];
-
-export const SANDBOX_ROLES: readonly SandboxRole[] = ['instructor', 'assistant', 'manager', 'student_1', 'student_2'];
 
 export const TRIAL_COURSE_NAME = 'Sandbox course';
 /** The trial course's code: `SANDBOX-` + the term it was made in (`2026F`), so a copy can move to the next term. */
@@ -33,31 +32,6 @@ export function trialCourseLabel(nowMs: number): string {
   return `SANDBOX-${date.getUTCFullYear()}${date.getUTCMonth() < 6 ? 'S' : 'F'}`;
 }
 export const SANDBOX_SCHOOL_TITLE = 'Sandbox School';
-
-export interface TrialPerson {
-  givenName: string;
-  familyName: string;
-  email: string;
-  groups: MemberGroup[];
-}
-
-export const TRIAL_PEOPLE: Readonly<Record<SandboxRole, TrialPerson>> = {
-  instructor: { givenName: 'Irene', familyName: 'Instructor', email: 'instructor@sandbox.example.org', groups: ['instructor'] },
-  assistant: { givenName: 'Ari', familyName: 'Assistant', email: 'assistant@sandbox.example.org', groups: ['assistant'] },
-  manager: { givenName: 'Mona', familyName: 'Manager', email: 'manager@sandbox.example.org', groups: ['manager'] },
-  student_1: { givenName: 'Sam', familyName: 'Student', email: 'student1@sandbox.example.org', groups: ['student'] },
-  student_2: { givenName: 'Sasha', familyName: 'Student', email: 'student2@sandbox.example.org', groups: ['student'] },
-};
-
-/** The trial user's LMS ID in the Sandbox school: one person per role, in every Sandbox course of the tool. */
-export function trialUserExternalId(role: SandboxRole): string {
-  return `sandbox-${role}`;
-}
-
-export function roleOfTrialUser(user: Pick<UserRecord, 'externalId'> | null): SandboxRole | null {
-  if (!user) return null;
-  return SANDBOX_ROLES.find((role) => trialUserExternalId(role) === user.externalId) ?? null;
-}
 
 async function enrolTrialUsers(tx: Repositories, school: OrganizationRecord, context: ContextRecord): Promise<void> {
   for (const role of SANDBOX_ROLES) {

@@ -12,18 +12,18 @@ import { openPicker, placeFromPicker, placementErrorOf, placementJson, placement
 import type { Picker, PlacementJson, PlacementOutcome } from '../placements/index.js';
 import type { AppRecord, ContextRecord, PlacementRecord, ProvisioningLevel, ProvisioningState } from '../store/index.js';
 import { isoFromMs } from '../store/index.js';
-import type { SandboxRole } from './courses.js';
+import type { SandboxRole } from './trial-people.js';
 import {
   ensureSandbox,
   lastResetOf,
-  SANDBOX_ROLES,
   sandboxContext,
   sandboxCopies,
   sandboxCourseJson,
   sandboxUsers,
   trialMemberId,
-  trialUserExternalId,
 } from './courses.js';
+import { assertSandboxOpen } from './gate.js';
+import { SANDBOX_ROLES, trialUserExternalId } from './trial-people.js';
 import { ensureLmsLink, lmsGradebook, lmsLaunch, withLms } from './lms-courses.js';
 import { setSchoolSettings } from './controls/school-settings.js';
 
@@ -31,12 +31,6 @@ export type SandboxJson = components['schemas']['Sandbox'];
 export type SandboxGradebookJson = components['schemas']['SandboxGradebook'];
 
 /** The Sandbox is closed while the tool is suspended (GAP-24, S-08). */
-export function assertSandboxOpen(app: AppRecord): void {
-  if (app.status === 'suspended') {
-    throw new Problem(409, 'sandbox_suspended', `tool ${app.id} is suspended: its Sandbox is closed until the platform team activates it`);
-  }
-}
-
 function asProblem(err: unknown): unknown {
   return placementErrorOf(err)?.toProblem() ?? err;
 }

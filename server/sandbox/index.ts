@@ -4,5 +4,7 @@
  * person uses to try the tool for real. The dashboard's Sandbox handlers and the tests call these.
  */
 export * from './courses.js';
+export * from './trial-people.js';
 export * from './flow.js';
+export * from './gate.js';
 export * from './reset.js';

@@ -8,8 +8,8 @@
  */
 import type { Services } from '../http/services.js';
 import type { LtiRegistrationRecord } from '../store/index.js';
-import type { SandboxRole } from './courses.js';
-import { SANDBOX_ROLES, TRIAL_PEOPLE, trialUserExternalId } from './courses.js';
+import type { SandboxRole } from './trial-people.js';
+import { SANDBOX_ROLES, TRIAL_PEOPLE, trialUserExternalId } from './trial-people.js';
 import { SandboxLmsControlError } from './lms-client.js';
 import { ensureSandboxRegistration, sandboxLmsClient } from './lms-registration.js';
 

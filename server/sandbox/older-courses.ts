@@ -21,7 +21,7 @@ import { AGS_MEDIA_TYPES, AGS_SCOPE, PLACEMENT_PARAMETER } from '../lti/vocabula
 import { scoresUrl } from '../scores/ags.js';
 import type { ContextRecord, GradebookScoreRecord, LineItemRecord, LtiRegistrationRecord, OrganizationRecord, PlacementRecord } from '../store/index.js';
 import { UniqueViolationError } from '../store/index.js';
-import { roleOfTrialUser } from './courses.js';
+import { roleOfTrialUser } from './trial-people.js';
 import { SandboxLmsControlError } from './lms-client.js';
 import { sandboxLmsClient } from './lms-registration.js';
 import { enrolLmsTrialUsers, ensureLmsSchool, exists, sandboxTrialCourseId } from './lms-sandbox.js';

@@ -8,7 +8,7 @@ import type { Request } from 'express';
 import type { Services } from '../../http/services.js';
 import type { AppRecord } from '../../store/index.js';
 import { invalidCursor, makeCursor, readListQuery } from '../../dashboard/lists.js';
-import { SANDBOX_ROLES, trialUserExternalId } from '../courses.js';
+import { SANDBOX_ROLES, trialUserExternalId } from '../trial-people.js';
 import { SandboxLmsControlError } from '../lms-client.js';
 import { toolLms } from './lms-controls.js';
 import { appPrefix, throughLms } from './scope.js';

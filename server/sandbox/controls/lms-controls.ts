@@ -6,8 +6,9 @@
 import { randomBytes } from 'node:crypto';
 import type { Services } from '../../http/services.js';
 import type { AppRecord } from '../../store/index.js';
-import { SANDBOX_ROLES, ensureSandbox, trialUserExternalId } from '../courses.js';
-import { assertSandboxOpen } from '../flow.js';
+import { ensureSandbox } from '../courses.js';
+import { SANDBOX_ROLES, trialUserExternalId } from '../trial-people.js';
+import { assertSandboxOpen } from '../gate.js';
 import type { LmsCourseJson, SandboxLmsClient } from '../lms-client.js';
 import { SandboxLmsControlError } from '../lms-client.js';
 import { ensureSandboxRegistration, sandboxLmsClient } from '../lms-registration.js';

@@ -10,7 +10,7 @@ import { schemas } from '../../../generated/dashboard/schemas.js';
 import { fillMessage } from '../../../rules/messages.js';
 import type { MessageValues } from '../../../rules/messages.js';
 import { Problem } from '../../http/problem.js';
-import { SANDBOX_ROLES, trialUserExternalId } from '../courses.js';
+import { SANDBOX_ROLES, trialUserExternalId } from '../trial-people.js';
 import { SandboxLmsControlError } from '../lms-client.js';
 import { sandboxLmsUnavailable } from '../lms-host.js';
 import { sandboxDeploymentId } from '../lms-sandbox.js';
