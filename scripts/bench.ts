@@ -34,10 +34,9 @@
  *          their CPU per request, the instances' and their PostgreSQL backends'), --pin (with the PostgreSQL
  *          columns: each instance held to one core by taskset, and a "2 instances, one core" column).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -57,6 +56,7 @@ import {
   startPostgresColumns,
 } from './bench/postgres.js';
 import { type BenchRun, type Cell, markdownTables, p99Ratio, type RatioDef, ratioOf, writeRun } from './bench/report.js';
+import { Children, freePort, untilAnswers } from './bench/scaffold.js';
 import { scoreSection } from './bench/scores.js';
 import type { BenchOperation, BenchSection } from './bench/section.js';
 import { BENCH_ROW, storageSection } from './bench/storage.js';
@@ -111,20 +111,8 @@ const repoRoot = new URL('..', import.meta.url).pathname;
 const SERVICE_ARGS: string[] = options.compiled
   ? [...startNodeFlags(repoRoot), join(resolve(options.compiled), 'server/main.js')]
   : ['--import', 'tsx', 'server/main.ts'];
-const children: ChildProcess[] = [];
+const children = new Children();
 const dataDir = mkdtempSync(join(tmpdir(), 'tis-bench-'));
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve, reject) => {
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', resolve);
-  });
-  const address = probe.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
 
 interface Started {
   name: string;
@@ -158,37 +146,19 @@ async function startTarget(name: string, args: string[], port: number, env: Node
     // stdout to /dev/null: the service's access log costs what it costs in production, without a reader.
     stdio: ['ignore', 'ignore', 'pipe'],
   });
-  children.push(child);
+  children.add(child);
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`${name} exited early (${child.exitCode}):\n${stderr}`);
-    try {
-      await fetch(`${url}${probePath}`);
-      const s = { name, url, pid: child.pid ?? 0 };
-      started.set(name, s);
-      return s;
-    } catch {
-      if (Date.now() > deadline) throw new Error(`${name} did not start within 60 s:\n${stderr}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
+  await untilAnswers(`${url}${probePath}`, name, { child, ready: () => true }).catch((err: unknown) => {
+    throw new Error(`${err instanceof Error ? err.message : String(err)}:\n${stderr}`);
+  });
+  const s = { name, url, pid: child.pid ?? 0 };
+  started.set(name, s);
+  return s;
 }
 
-async function stopAll(): Promise<void> {
-  await Promise.all(
-    children.map(async (child) => {
-      if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
-      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-      process.kill(child.pid, 'SIGTERM');
-      const timer = setTimeout(() => child.pid !== undefined && child.exitCode === null && process.kill(child.pid, 'SIGKILL'), 5000);
-      await exited;
-      clearTimeout(timer);
-    }),
-  );
-}
+const stopAll = (): Promise<void> => children.stopAll();
 
 /** Resident set size of a process in MB (Linux), or NaN. */
 function rssMb(pid: number): number {

@@ -9,6 +9,9 @@
  *              the previous commit (the merge base with main on a branch, the parent commit on main, or
  *              TIS_BREAKING_BASE): any breaking change fails (scripts/lib/breaking.ts, decision KIT-06).
  *   workflows  every file in .github/workflows/ through @action-validator/cli (decision KIT-08).
+ *   imports    no import circle among the sources, and no import from a lower layer to a higher one
+ *              (scripts/lib/layers.ts, decision KIT-60).
+ *   decisions  every decision ID cited in code, specs and docs is defined in docs/decisions/ (KIT-61).
  * They run concurrently; each prints a one-line verdict, then its details when it failed.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -24,6 +27,9 @@ import { promisify } from 'node:util';
 import { breakingChanges } from './lib/breaking.ts';
 import { runNode, redoclyBin, tscBin, withoutBanner } from './lib/proc.ts';
 import { generateFiles, listFiles, writeFiles } from './generate.ts';
+import { importCircles, importGraph, unplaced, upwardImports } from './lib/import-graph.ts';
+import { LAYERS } from './lib/layers.ts';
+import { definedDecisions, unresolvedCitations } from './lib/decision-ids.ts';
 
 export interface StepResult {
   ok: boolean;
@@ -168,6 +174,57 @@ async function workflowsStep(root: string): Promise<StepResult> {
     : { ok: false, verdict: `workflows: FAILED (${failed.length} of ${files.length} files)`, details: failed.join('\n\n') };
 }
 
+async function trackedFiles(root: string): Promise<string[]> {
+  const out = await git(root, ['ls-files', '-z', '--cached', '--others', '--exclude-standard']);
+  if (out === undefined) throw new Error('git ls-files failed');
+  return out.split('\0').filter((f) => f !== '' && existsSync(path.join(root, f)));
+}
+
+/** The service's, the kit's, the reference LMS's and the tools' own sources; tests and generated code aside. */
+const isLayeredSource = (f: string): boolean =>
+  f.endsWith('.ts') && !f.endsWith('.d.ts') && !f.startsWith('tests/') && !f.startsWith('generated/') && !f.includes('/node_modules/');
+
+export async function importsStep(root: string): Promise<StepResult> {
+  const graph = importGraph(root, (await trackedFiles(root)).filter(isLayeredSource));
+  const circles = importCircles(graph);
+  const upward = upwardImports(graph, LAYERS);
+  const homeless = unplaced(graph, LAYERS);
+  const edges = [...graph.values()].reduce((n, targets) => n + targets.length, 0);
+  if (circles.length === 0 && upward.length === 0 && homeless.length === 0) {
+    return { ok: true, verdict: `imports: ok (${graph.size} files, ${edges} imports, no circle, none upward)` };
+  }
+  const details = [
+    ...circles.map((c) => `circle    ${c.join(' → ')}`),
+    ...upward.map((u) => `upward    ${u.from} (${u.fromLayer}) imports ${u.to} (${u.toLayer})`),
+    ...homeless.map((f) => `unplaced  ${f}: give its folder a layer in scripts/lib/layers.ts`),
+  ];
+  return {
+    ok: false,
+    verdict: `imports: FAILED (${circles.length} circles, ${upward.length} upward imports, ${homeless.length} unplaced files)`,
+    details: details.join('\n'),
+  };
+}
+
+/** Text files that may cite a decision: everything tracked but generated output, lock files and binaries. */
+const mayCite = (f: string): boolean =>
+  /\.(ts|mts|mjs|js|json|ya?ml|md|html|css|sh)$|(^|\/)run$|Dockerfile$/.test(f) &&
+  !f.startsWith('generated/') &&
+  !f.endsWith('package-lock.json') &&
+  !f.startsWith('bench/results/');
+
+export async function decisionsStep(root: string): Promise<StepResult> {
+  const defined = definedDecisions(path.join(root, 'docs', 'decisions'));
+  const files = (await trackedFiles(root)).filter(mayCite);
+  const unresolved = [];
+  for (const file of files) unresolved.push(...unresolvedCitations(file, await readFile(path.join(root, file), 'utf8'), defined));
+  if (unresolved.length === 0) return { ok: true, verdict: `decisions: ok (${defined.size} decisions, every citation in ${files.length} files resolves)` };
+  return {
+    ok: false,
+    verdict: `decisions: FAILED (${unresolved.length} citations of decisions docs/decisions/ does not define)`,
+    details: unresolved.map((c) => `${c.file}:${c.line}  ${c.id}`).join('\n'),
+  };
+}
+
 export async function runChecks(root: string = repoRoot): Promise<boolean> {
   const started = performance.now();
   const timed = async (step: () => Promise<StepResult>): Promise<StepResult & { seconds: number }> => {
@@ -181,6 +238,8 @@ export async function runChecks(root: string = repoRoot): Promise<boolean> {
     timed(() => typecheckStep(root)),
     timed(() => breakingStep(root)),
     timed(() => workflowsStep(root)),
+    timed(() => importsStep(root)),
+    timed(() => decisionsStep(root)),
   ]);
   for (const r of results) {
     console.log(`${r.ok ? '✔' : '✘'} ${r.verdict} [${r.seconds.toFixed(1)} s]`);

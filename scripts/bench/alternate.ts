@@ -12,25 +12,21 @@
  * bench` cell is measured under whatever the neighbours were doing at that moment; alternating short rounds
  * gives both services the same neighbours, which is what a before/after comparison of one change needs.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { cpuMs, prepareColdStartStore, startNodeFlags } from './cold-start.js';
+import { cpuMs, prepareColdStartStore } from './cold-start.js';
+import { Children, loadOptions, serviceArgs, untilAnswers } from './scaffold.js';
 import { BENCH_ROW } from './storage.js';
 
 const { values } = parseArgs({
   options: {
-    checkout: { type: 'string' },
-    rounds: { type: 'string', default: '4' },
-    duration: { type: 'string', default: '3' },
-    connections: { type: 'string', default: '10' },
+    // --compiled <dist>: each checkout runs `<checkout>/<dist>/server/main.js` instead of its sources through tsx.
+    ...loadOptions({ duration: '3', warmup: '4', connections: '10', rounds: '4' }),
     only: { type: 'string' },
-    warmup: { type: 'string', default: '4' },
-    // What node runs in each checkout: the sources through tsx, or `<checkout>/<dist>/server/main.js`.
-    compiled: { type: 'string' },
   },
 });
 if (!values.checkout) throw new Error('--checkout <another checkout> is required');
@@ -39,27 +35,20 @@ const connections = Number(values.connections);
 const duration = Number(values.duration);
 
 const prepared = await prepareColdStartStore();
-const children: ChildProcess[] = [];
+const children = new Children();
 
 async function start(name: string, cwd: string, port: number): Promise<{ name: string; url: string; pid: number }> {
   // A build runs with the node options of its own checkout's `npm start` (PERF-122).
-  const args = values.compiled ? [...startNodeFlags(cwd), `${values.compiled}/server/main.js`] : ['--import', 'tsx', 'server/main.ts'];
+  const args = serviceArgs(cwd, values.compiled);
   const url = `http://127.0.0.1:${port}`;
   const child = spawn(process.execPath, args, {
     cwd,
     env: { ...process.env, NODE_ENV: 'production', PORT: String(port), HOST: '127.0.0.1', DATA_DIR: prepared.dataDir, PUBLIC_URL: url, LOG_LEVEL: 'info' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
-  children.push(child);
-  for (const deadline = Date.now() + 60_000; ; ) {
-    try {
-      await fetch(`${url}/healthz`);
-      return { name, url, pid: child.pid ?? 0 };
-    } catch {
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`${name} did not start`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
+  children.add(child);
+  await untilAnswers(`${url}/healthz`, name, { child, ready: () => true });
+  return { name, url, pid: child.pid ?? 0 };
 }
 
 const operations = [
@@ -120,7 +109,6 @@ try {
   }
   process.stdout.write(`load average ${loadavg()[0]?.toFixed(2)} after\n`);
 } finally {
-  for (const child of children) child.kill('SIGTERM');
-  await new Promise((r) => setTimeout(r, 300));
+  await children.stopAll();
   rmSync(prepared.dataDir, { recursive: true, force: true });
 }

@@ -15,7 +15,6 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildServices } from '../../server/app.js';
@@ -23,22 +22,11 @@ import { configFrom } from '../../server/config.js';
 import type { S3Settings } from '../../server/files/s3-settings.js';
 import { createTool, launch, placeLocation } from '../../tests/server/harness.js';
 import { LOCAL_S3_CREDENTIALS, startLocalS3 } from './local-s3.js';
+import { freePort } from './scaffold.js';
 
 const repoRoot = new URL('../..', import.meta.url).pathname;
 const MB = 1_048_576;
 const TICK_MS = 10; // USER_HZ is 100 on Linux.
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve, reject) => {
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', resolve);
-  });
-  const address = probe.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
 
 function cpuMs(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');

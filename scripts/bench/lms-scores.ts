@@ -11,27 +11,23 @@
  * service's pace, where fewer writes share an fsync); without it autocannon sends as fast as the LMS
  * answers. CPU per score is from /proc of each LMS process, so nothing of the load generator is in it.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
 import { cpuMs } from './cold-start.js';
+import { Children, freePort, loadOptions } from './scaffold.js';
+import { untilLmsReady } from './school-lms.js';
 import { LmsWorld, registerThroughDynamicRegistration, SCOPES, TestTool } from '../../tests/lms/tool.js';
 import type { RunningLms } from '../../lms/app.js';
 
 const { values: options } = parseArgs({
   options: {
+    ...loadOptions({ duration: '4', warmup: '2', connections: '10', rounds: '3' }),
     members: { type: 'string', default: '100' },
-    connections: { type: 'string', default: '10' },
-    duration: { type: 'string', default: '4' },
-    warmup: { type: 'string', default: '2' },
-    rounds: { type: 'string', default: '3' },
-    profile: { type: 'string' },
-    checkout: { type: 'string' },
     memory: { type: 'boolean', default: false },
     rate: { type: 'string' },
   },
@@ -42,15 +38,7 @@ const DURATION = Number(options.duration);
 const WARMUP = Number(options.warmup);
 const ROUNDS = Number(options.rounds);
 
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
-  const address = probe.address();
-  await new Promise<void>((r) => probe.close(() => r()));
-  return typeof address === 'object' && address ? address.port : 0;
-}
-
-const children: ChildProcess[] = [];
+const children = new Children();
 const dataDir = mkdtempSync(join(tmpdir(), 'tis-lms-bench-'));
 let stamp = Date.now() * 1000;
 function nextTimestamp(): string {
@@ -69,17 +57,9 @@ try {
       env: { ...process.env, LMS_PORT: String(port), LMS_HOST: '127.0.0.1', LMS_DB_FILE: options.memory ? ':memory:' : join(dataDir, `lms-${targets.length}.sqlite`), LMS_CONTROL_TOKEN: controlToken },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
-    children.push(child);
+    children.add(child);
     const url = `http://127.0.0.1:${port}`;
-    for (let tries = 0; ; tries += 1) {
-      try {
-        if ((await fetch(`${url}/.well-known/openid-configuration`)).status === 200) break;
-      } catch {
-        /* not yet */
-      }
-      if (tries > 300) throw new Error('LMS did not start');
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    await untilLmsReady(url);
     const lms = { url, issuer: url, controlToken } as unknown as RunningLms;
     const reg = await registerThroughDynamicRegistration(lms, tool);
     const world = LmsWorld.on(lms, tool, reg);
@@ -141,11 +121,6 @@ try {
   process.stdout.write(`\nload ${load} before, ${loadavg()[0]?.toFixed(1)} after; ${CONNECTIONS} connections, ${DURATION} s per cell\n${rows.join('\n')}\n`);
   await tool.stop();
 } finally {
-  for (const child of children) {
-    if (child.exitCode !== null) continue;
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGTERM');
-    await exited;
-  }
+  await children.stopAll();
   rmSync(dataDir, { recursive: true, force: true });
 }

@@ -19,6 +19,7 @@ import { join, resolve } from 'node:path';
 import { createApp } from '../../server/app.js';
 import type { Services } from '../../server/http/services.js';
 import { createTool, launch, type PlacedLocation, placeLocation } from '../../tests/server/harness.js';
+import { untilAnswers } from './scaffold.js';
 
 const LEARNER = 'http://purl.imsglobal.org/vocab/lis/v2/membership#Learner';
 const GRADED_LINK = { title: 'Week 1 quiz', custom: {}, line_item: { score_maximum: 10 } };
@@ -59,16 +60,8 @@ export const serviceEnvForLoopbackLms: NodeJS.ProcessEnv = {
 };
 
 /** Waits until the LMS is ready: it listens before its store is open and answers 503 until then. */
-export async function untilLmsReady(url: string): Promise<void> {
-  for (let tries = 0; ; tries += 1) {
-    try {
-      if ((await fetch(`${url}/.well-known/openid-configuration`)).status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    if (tries > 300) throw new Error(`the LMS at ${url} did not start`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+export function untilLmsReady(url: string): Promise<void> {
+  return untilAnswers(`${url}/.well-known/openid-configuration`, `the LMS at ${url}`, { ready: (status) => status === 200 });
 }
 
 export type LmsControl = <T>(method: string, path: string, body?: unknown) => Promise<T>;

@@ -24,68 +24,33 @@
  * against its p99 in the same round and connections: issue 14's p99 goal with the LMS in its own process.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { buildServices } from '../../server/app.js';
 import { configFrom } from '../../server/config.js';
-import { cpuMs, startNodeFlags } from './cold-start.js';
+import { cpuMs } from './cold-start.js';
+import { Children, connectionCounts, freePort, loadOptions, serviceArgs, untilAnswers } from './scaffold.js';
 import { gradedClass, lmsProcess, registerWithLms, serviceEnvForLoopbackLms, untilLmsReady } from './school-lms.js';
 
 const { values: options } = parseArgs({
   options: {
+    ...loadOptions({ duration: '5', warmup: '2', connections: '10', rounds: '2' }),
     members: { type: 'string', default: '100' },
-    connections: { type: 'string', default: '10' },
-    duration: { type: 'string', default: '5' },
-    warmup: { type: 'string', default: '2' },
-    rounds: { type: 'string', default: '2' },
-    profile: { type: 'string' },
     'lms-profile': { type: 'string' },
-    checkout: { type: 'string' },
-    compiled: { type: 'string' },
     bare: { type: 'boolean', default: false },
   },
 });
 const MEMBERS = Number(options.members);
-const CONNECTIONS = options.connections.split(',').map(Number);
+const CONNECTIONS = connectionCounts(options.connections);
 const DURATION = Number(options.duration);
 const WARMUP = Number(options.warmup);
 const ROUNDS = Number(options.rounds);
 const COMMENT = 'Good work on question 3.';
 const BARE = 'bare Express';
 const COMPILED = options.compiled;
-
-/** How `checkout`'s service starts: its build with the node options of its `npm start` (PERF-151), or its sources through tsx. */
-function serviceArgs(checkout: string): string[] {
-  if (COMPILED === undefined) return ['--import', 'tsx', 'server/main.ts'];
-  const file = resolve(checkout, COMPILED, 'server/main.js');
-  if (!existsSync(file)) throw new Error(`${file} is missing: run \`npm run build\` in ${checkout}`);
-  return [...startNodeFlags(checkout), file];
-}
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const address = probe.address();
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return typeof address === 'object' && address ? address.port : 0;
-}
-
-async function waitFor(url: string, what: string): Promise<void> {
-  for (let tries = 0; ; tries += 1) {
-    try {
-      // A server that listens before it is ready answers 503 until then.
-      if ((await fetch(url)).status !== 503) return;
-      throw new Error('not ready');
-    } catch {
-      if (tries > 300) throw new Error(`${what} did not start`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
-}
 
 interface Shot {
   path: string;
@@ -102,7 +67,7 @@ interface Measured {
   firstFailure: string | null;
 }
 
-const children: ChildProcess[] = [];
+const children = new Children();
 const dataDir = mkdtempSync(join(tmpdir(), 'tis-score-split-'));
 try {
   const port = await freePort();
@@ -115,14 +80,14 @@ try {
     env: { ...process.env, ...lmsSpec.env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
-  children.push(lms);
+  children.add(lms);
   // This checkout's service, and with `--checkout` another checkout's (e.g. a worktree of the parent
   // commit) on the same data directory and public URL, driven in alternating rounds: a before/after
   // under the same neighbours. Only one of them is driven at a time.
   const targets: Array<{ name: string; url: string; process: ChildProcess }> = [];
   for (const [name, cwd] of [['this checkout', undefined], ...(options.checkout ? [['--checkout', resolve(options.checkout)]] : [])] as Array<[string, string | undefined]>) {
     const listen = targets.length === 0 ? port : await freePort();
-    const child = spawn(process.execPath, [...(options.profile && !cwd ? ['--cpu-prof', '--cpu-prof-dir', options.profile] : []), ...serviceArgs(cwd ?? process.cwd())], {
+    const child = spawn(process.execPath, [...(options.profile && !cwd ? ['--cpu-prof', '--cpu-prof-dir', options.profile] : []), ...serviceArgs(cwd ?? process.cwd(), COMPILED)], {
       env: {
         ...process.env,
         ...serviceEnvForLoopbackLms,
@@ -136,9 +101,9 @@ try {
       stdio: ['ignore', 'ignore', 'inherit'],
       ...(cwd ? { cwd } : {}),
     });
-    children.push(child);
+    children.add(child);
     targets.push({ name, url: `http://127.0.0.1:${listen}`, process: child });
-    await waitFor(`http://127.0.0.1:${listen}/healthz`, `the service (${name})`);
+    await untilAnswers(`http://127.0.0.1:${listen}/healthz`, `the service (${name})`, { child });
   }
   if (options.bare) {
     const listen = await freePort();
@@ -146,9 +111,9 @@ try {
       env: { ...process.env, PORT: String(listen) },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
-    children.push(child);
+    children.add(child);
     targets.push({ name: BARE, url: `http://127.0.0.1:${listen}`, process: child });
-    await waitFor(`http://127.0.0.1:${listen}/healthz`, BARE);
+    await untilAnswers(`http://127.0.0.1:${listen}/healthz`, BARE, { child });
   }
   await untilLmsReady(lmsSpec.url);
 
@@ -229,11 +194,6 @@ try {
     `\n${MEMBERS} members, ${DURATION} s per cell after ${WARMUP} s; reference LMS in its own process; ${COMPILED === undefined ? 'sources through tsx' : `the build (${COMPILED})`}; load average ${load} before, ${loadavg()[0]?.toFixed(1)} after\n${rows.join('\n')}\n${p99Ratios.length ? `\np99 of each service against bare Express's in the same round:\n${p99Ratios.join('\n')}\n` : ''}`,
   );
 } finally {
-  for (const child of children) {
-    if (child.exitCode !== null) continue;
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGTERM');
-    await exited;
-  }
+  await children.stopAll();
   rmSync(dataDir, { recursive: true, force: true });
 }

@@ -23,7 +23,7 @@ import type { components } from '../../generated/dashboard/types.js';
 import type { ContractVersion, LocationsFailureCode, PickerGroup, PickerLocation, PickerTree } from '../../rules/locations.js';
 import { CONTRACT_VERSIONS, LOCATIONS_FAILURE_MESSAGES, LOCATIONS_LIMITS, normalizeLocationsResponse } from '../../rules/locations.js';
 import { reduceToPlainText } from '../../rules/plain-text.js';
-import { storedLocations } from '../contracts/archived/management.js';
+import { storedLocations } from './stored-order.js';
 import type { Services } from '../http/services.js';
 import { pinHasRequest } from '../launches/service.js';
 import { LOCATIONS_MAX_BODY_BYTES } from '../outbound/index.js';

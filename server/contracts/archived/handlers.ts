@@ -8,7 +8,8 @@ import type { HandlerContext } from '../../http/registry.js';
 import type { Services } from '../../http/services.js';
 import type { AppRecord, LaunchGradeRecord, LocationRecord } from '../../store/index.js';
 import { submitGrade } from './grades.js';
-import { createLocation, deleteLocation, storedLocations, updateApp, updateLocation } from './management.js';
+import { storedLocations } from '../../placements/stored-order.js';
+import { createLocation, deleteLocation, updateApp, updateLocation } from './management.js';
 import type { ArchivedVersion } from './version.js';
 import { callingApp } from './version.js';
 

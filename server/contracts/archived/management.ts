@@ -25,6 +25,7 @@ import {
   locationReadOnly,
   unprocessable,
 } from './messages.js';
+import { storedLocations } from '../../placements/stored-order.js';
 import type { ArchivedVersion } from './version.js';
 import { callingApp } from './version.js';
 
@@ -66,15 +67,6 @@ export function location0819(location: LocationRecord): Location0819 {
     label: location.label,
     params: { ...(location.params ?? {}) },
   };
-}
-
-/** 2026-08-25: the home location first, then creation order; 2026-08-19: picker order (S-14). */
-export async function storedLocations(services: Services, appId: string, version: ArchivedVersion): Promise<LocationRecord[]> {
-  const stored = await services.store.locations.listStored(appId);
-  if (version === '2026-08-19') return stored;
-  return [...stored].sort(
-    (a, b) => Number(b.isDefault) - Number(a.isDefault) || a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
-  );
 }
 
 function appBase(app: AppRecord) {

@@ -1,0 +1,50 @@
+/**
+ * The layers of the repository, highest first (decision KIT-60). A source file may import a file of its own
+ * layer or of a lower one, never of a higher one, and no chain of imports may come back to where it started
+ * (`npm run check`'s `imports` step, scripts/lib/import-graph.ts). A file belongs to the entry with the
+ * longest matching path; a path ending in `/` names a folder.
+ *
+ * The order says who may know whom: the dashboard mounts the Sandbox's and the LMS registrations' handlers,
+ * the Sandbox drives the LTI tool and its launch page, all of them run on the request pipeline, which runs
+ * the features' guards and handlers, which sit on the store, the signer and the configuration. The reference
+ * LMS, the kit and the shared rules are packages of their own: the service may use them, they never use it.
+ */
+export interface Layer {
+  name: string;
+  paths: readonly string[];
+}
+
+export const LAYERS: readonly Layer[] = [
+  { name: 'tools', paths: ['bin/', 'scripts/', 'mocks/', 'examples/', 'vitest.config.ts'] },
+  { name: 'entry', paths: ['server/main.ts', 'server/app.ts'] },
+  { name: 'fronts', paths: ['server/contracts/', 'server/dashboard/', 'server/web-dashboard/'] },
+  { name: 'sandbox', paths: ['server/sandbox/'] },
+  { name: 'lti', paths: ['server/lti/'] },
+  { name: 'launch page', paths: ['server/launch-page/'] },
+  { name: 'pipeline', paths: ['server/http/'] },
+  {
+    name: 'features',
+    // The typed-handler table and the service container are what every feature's handlers are written
+    // against, so they sit with the features rather than with the pipeline that runs them.
+    paths: [
+      'server/auth/',
+      'server/audit/',
+      'server/throttle/',
+      'server/placements/',
+      'server/launches/',
+      'server/scores/',
+      'server/files/',
+      'server/outbound/',
+      'server/http/registry.ts',
+      'server/http/services.ts',
+    ],
+  },
+  {
+    name: 'base',
+    // A problem answer, the logger and the loaded specs import nothing of the service but its settings.
+    paths: ['server/store/', 'server/signing/', 'server/config.ts', 'server/http/problem.ts', 'server/http/log.ts', 'server/http/spec.ts'],
+  },
+  { name: 'reference LMS', paths: ['lms/'] },
+  { name: 'kit', paths: ['client/'] },
+  { name: 'rules', paths: ['rules/'] },
+];
