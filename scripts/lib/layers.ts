@@ -24,8 +24,6 @@ export const LAYERS: readonly Layer[] = [
   { name: 'pipeline', paths: ['server/http/'] },
   {
     name: 'features',
-    // The typed-handler table and the service container are what every feature's handlers are written
-    // against, so they sit with the features rather than with the pipeline that runs them.
     paths: [
       'server/auth/',
       'server/audit/',
@@ -35,14 +33,34 @@ export const LAYERS: readonly Layer[] = [
       'server/scores/',
       'server/files/',
       'server/outbound/',
+      // The typed-handler table and the service container: every feature's handlers are written against
+      // them, so they sit with the features rather than with the pipeline that runs them.
       'server/http/registry.ts',
       'server/http/services.ts',
+      // The dashboard API's credentials, guard and list cursors: every dashboard handler uses them, the
+      // Sandbox's and the LMS registrations' too, and the audit log records the principal they resolve.
+      'server/dashboard/credentials.ts',
+      'server/dashboard/guard.ts',
+      'server/dashboard/lists.ts',
+      // LTI's own words (claims, scopes, media types) and the client-credentials grant: the score publisher
+      // speaks them to an LMS as the LTI tool does.
+      'server/lti/vocabulary.ts',
+      'server/lti/client-credentials.ts',
     ],
   },
   {
     name: 'base',
-    // A problem answer, the logger and the loaded specs import nothing of the service but its settings.
-    paths: ['server/store/', 'server/signing/', 'server/config.ts', 'server/http/problem.ts', 'server/http/log.ts', 'server/http/spec.ts'],
+    // A problem answer, the logger and the loaded specs import nothing of the service but its settings; the
+    // S3 settings are read with the rest of the configuration, so a typo stops the start.
+    paths: [
+      'server/store/',
+      'server/signing/',
+      'server/config.ts',
+      'server/files/s3-settings.ts',
+      'server/http/problem.ts',
+      'server/http/log.ts',
+      'server/http/spec.ts',
+    ],
   },
   { name: 'reference LMS', paths: ['lms/'] },
   { name: 'kit', paths: ['client/'] },
