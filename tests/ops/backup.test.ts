@@ -191,6 +191,7 @@ describe('tis store backup and restore (SQLite)', () => {
       code: 2,
       err: expect.stringContaining('pg_dump'),
     });
+    expect(await tis(['store', 'backup'], { DATA_DIR: dataDir })).toMatchObject({ code: 2, err: expect.stringContaining('store backup needs --out') });
     // GNU tar reads the archive (OPS-20).
     expect(execFileSync('tar', ['-tf', archive]).toString().trim().split('\n').at(-1)).toBe('manifest.json');
 
