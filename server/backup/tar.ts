@@ -67,17 +67,24 @@ export interface WrittenMember {
   sha256: string;
 }
 
+export interface TarWriterOptions {
+  /** Members of this size or more get their size in a pax record; default: above what ustar holds (tests lower it). */
+  paxSizeFrom?: number;
+}
+
 export class TarWriter {
   #handle: FileHandle;
   #position = 0;
+  readonly #paxSizeFrom: number;
 
-  private constructor(handle: FileHandle) {
+  private constructor(handle: FileHandle, options: TarWriterOptions) {
     this.#handle = handle;
+    this.#paxSizeFrom = Math.min(options.paxSizeFrom ?? MAX_OCTAL_SIZE + 1, MAX_OCTAL_SIZE + 1);
   }
 
   /** Creates `path` (which must not exist yet), readable by its owner only: an archive holds secrets. */
-  static async create(path: string): Promise<TarWriter> {
-    return new TarWriter(await open(path, 'wx', 0o600));
+  static async create(path: string, options: TarWriterOptions = {}): Promise<TarWriter> {
+    return new TarWriter(await open(path, 'wx', 0o600), options);
   }
 
   get bytesWritten(): number {
@@ -96,13 +103,15 @@ export class TarWriter {
   /** Appends one regular file of exactly `size` bytes read from `source`; answers its SHA-256. */
   async add(name: string, size: number, source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, options: { mode?: number; mtimeMs?: number } = {}): Promise<WrittenMember> {
     const mtime = Math.floor((options.mtimeMs ?? Date.now()) / 1000);
-    if (size > MAX_OCTAL_SIZE) {
+    const pax = size >= this.#paxSizeFrom;
+    if (pax) {
       const record = paxRecord('size', String(size));
       await this.#write(header(`PaxHeaders/${name}`.slice(0, 100), record.length, 'x', 0o644, mtime));
       await this.#write(record);
       await this.#write(Buffer.alloc(padding(record.length)));
     }
-    await this.#write(header(name, Math.min(size, MAX_OCTAL_SIZE), '0', options.mode ?? 0o600, mtime));
+    // With a pax size the header's own field says 0, as the pax record overrides it for every reader that reads pax.
+    await this.#write(header(name, pax ? 0 : size, '0', options.mode ?? 0o600, mtime));
     const hash = createHash('sha256');
     let received = 0;
     for await (const chunk of source) {
@@ -210,11 +219,11 @@ export class TarReader {
         if (!next.every((b) => b === 0)) throw new TarFormatError('a zero block in the middle of the archive');
         return;
       }
+      if (text(block, 257, 5) !== 'ustar') throw new TarFormatError('it is not a POSIX tar archive');
       const stored = number(block, 148, 8, 'checksum');
       let sum = 0;
       for (let i = 0; i < BLOCK; i += 1) sum += i >= 148 && i < 156 ? 0x20 : block[i]!;
       if (sum !== stored) throw new TarFormatError(`a member header at byte ${position} is damaged (checksum)`);
-      if (text(block, 257, 5) !== 'ustar') throw new TarFormatError('not a POSIX tar archive');
       const typeflag = String.fromCharCode(block[156]!);
       let size = number(block, 124, 12, 'size');
       const name = text(block, 0, 100);

@@ -23,7 +23,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { Io } from '../../bin/tis.ts';
 import { run } from '../../bin/tis.ts';
 import { backupDataDir } from '../../server/backup/backup.ts';
-import { TarReader } from '../../server/backup/tar.ts';
+import { TarReader, TarWriter } from '../../server/backup/tar.ts';
 import { createTool, launch, placeLocation, startServer, type TestLaunch, type TestServer } from '../server/harness.ts';
 import { POSTGRES_REQUIRED, POSTGRES_URL, postgresStatus } from '../store/helpers.ts';
 
@@ -255,6 +255,30 @@ describe('tis store backup and restore (SQLite)', () => {
       expect(await tis(['store', 'restore', join(scratch, name), '--data-dir', target])).toMatchObject({ code: 1, err: expect.stringContaining(message) });
       expect(existsSync(target)).toBe(false);
     }
+  });
+});
+
+describe('the archive container (OPS-20)', () => {
+  it('writes a member\'s size as a pax record when ustar cannot hold it, and GNU tar and the reader agree on it', async () => {
+    const path = join(scratch, 'pax.tar');
+    const writer = await TarWriter.create(path, { paxSizeFrom: 1000 });
+    const big = randomBytes(5000);
+    await writer.add('blobs/ab/big', big.length, [big]);
+    await writer.add('small', 3, [Buffer.from('abc')]);
+    await writer.finish();
+    expect(execFileSync('tar', ['-tvf', path]).toString()).toMatch(/ 5000 .* blobs\/ab\/big\n.* 3 .* small\n$/);
+    const reader = await TarReader.open(path);
+    const members = [];
+    for await (const member of reader.members()) {
+      const chunks: Buffer[] = [];
+      for await (const chunk of reader.bytes(member)) chunks.push(chunk);
+      members.push({ name: member.name, bytes: Buffer.concat(chunks).toString('hex') });
+    }
+    await reader.close();
+    expect(members).toEqual([
+      { name: 'blobs/ab/big', bytes: big.toString('hex') },
+      { name: 'small', bytes: Buffer.from('abc').toString('hex') },
+    ]);
   });
 });
 
