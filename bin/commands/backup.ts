@@ -20,6 +20,10 @@ function serviceVersion(): string {
   }
 }
 
+function isSystemError(err: unknown): err is Error & { code: string } {
+  return err instanceof Error && typeof (err as { code?: unknown }).code === 'string';
+}
+
 function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
@@ -55,6 +59,11 @@ export async function backupStore(options: { out: string }, env: NodeJS.ProcessE
       io.err(`error: ${err.message}`);
       return 1;
     }
+    // The file system's refusals (no space, no permission): the message says which file.
+    if (isSystemError(err)) {
+      io.err(`error: the backup failed, and left no archive: ${err.message}`);
+      return 1;
+    }
     throw err;
   }
 }
@@ -74,6 +83,10 @@ export async function restoreStore(options: { archive: string; dataDir: string }
   } catch (err) {
     if (err instanceof RestoreError) {
       io.err(`error: ${err.message}`);
+      return 1;
+    }
+    if (isSystemError(err)) {
+      io.err(`error: the restore failed, and left nothing in ${dataDir}: ${err.message}`);
       return 1;
     }
     throw err;

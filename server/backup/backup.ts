@@ -91,9 +91,20 @@ export async function backupDataDir(options: BackupOptions): Promise<BackupManif
 
   // The snapshot and the archive in the making sit beside the archive (same file system, its free space),
   // and the archive gets its name only once complete.
-  const work = await mkdtemp(join(outDir, '.tis-backup-'));
+  let source: Database.Database;
+  try {
+    source = new Database(databasePath, { readonly: true, fileMustExist: true });
+  } catch (err) {
+    throw new BackupError(`cannot open ${databasePath}: ${(err as Error).message}`);
+  }
+  let work: string;
+  try {
+    work = await mkdtemp(join(outDir, '.tis-backup-'));
+  } catch (err) {
+    source.close();
+    throw new BackupError(`cannot write beside ${options.out}: ${(err as Error).message}`);
+  }
   const partial = join(work, 'archive.tar');
-  const source = new Database(databasePath, { readonly: true, fileMustExist: true });
   let writer: TarWriter | null = null;
   try {
     writer = await TarWriter.create(partial);
@@ -111,7 +122,11 @@ export async function backupDataDir(options: BackupOptions): Promise<BackupManif
       }
       const path = join(work, `snapshot-${snapshots}.sqlite`);
       const takenAt = new Date();
-      await source.backup(path, { progress: () => ALL_PAGES });
+      try {
+        await source.backup(path, { progress: () => ALL_PAGES });
+      } catch (err) {
+        throw new BackupError(`SQLite could not copy ${databasePath}: ${(err as Error).message}`);
+      }
       const taken = readSnapshot(path, takenAt);
       await options.afterSnapshot?.(snapshots);
       const missing = new Set<string>();
