@@ -4,7 +4,7 @@
  * needs, are loaded only when one runs, so the API commands start without them.
  */
 import type { Command } from './command.js';
-import { oneOf } from './command.js';
+import { oneOf, UsageError } from './command.js';
 
 export const commands: Command[] = [
   {
@@ -22,6 +22,41 @@ export const commands: Command[] = [
       const from = oneOf(ctx.values['from'], 'from', ['local', 'postgres'] as const);
       const { migrateFiles } = await import('./files.js');
       return migrateFiles({ from, dryRun: ctx.values['dry-run'] === true }, ctx.env, ctx.io);
+    },
+  },
+  {
+    name: 'store backup',
+    summary:
+      'Archive the embedded store while the service runs: one consistent snapshot of DATA_DIR/tis.sqlite (SQLite\'s online backup), the ' +
+      'local blobs its files name and the platform token, with a manifest of SHA-256s. PostgreSQL: pg_dump (README). Exits 1 if it failed.',
+    token: 'store',
+    environment: ['DATA_DIR (the SQLite store; with DATABASE_URL set, use pg_dump)'],
+    options: {
+      out: { type: 'string', value: '<file>', description: 'The archive to write (a new file; readable by its owner only).' },
+    },
+    async run(ctx) {
+      const out = ctx.values['out'];
+      if (typeof out !== 'string' || out === '') throw new UsageError('store backup needs --out <file>');
+      const { backupStore } = await import('./backup.js');
+      return backupStore({ out }, ctx.env, ctx.io);
+    },
+  },
+  {
+    name: 'store restore',
+    summary:
+      'Restore an archive of tis store backup into a new or empty directory, after verifying all of it; refuses a non-empty one. ' +
+      'Writes nothing unless the whole archive is sound. Then start the service with DATA_DIR set to it.',
+    token: 'store',
+    args: ['archive'],
+    environment: ['none: the directory is --data-dir'],
+    options: {
+      'data-dir': { type: 'string', value: '<dir>', description: 'The data directory to fill (created if missing; must be empty).' },
+    },
+    async run(ctx) {
+      const dataDir = ctx.values['data-dir'];
+      if (typeof dataDir !== 'string' || dataDir === '') throw new UsageError('store restore needs --data-dir <dir>');
+      const { restoreStore } = await import('./backup.js');
+      return restoreStore({ archive: ctx.args['archive'] ?? '', dataDir }, ctx.io);
     },
   },
 ];

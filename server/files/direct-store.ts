@@ -11,6 +11,8 @@ export interface ObjectInfo {
   lastModified: number;
   /** The store's `ETag` of this version of the object, when it said. */
   etag?: string;
+  /** Its `Content-Type`, as a HEAD answers it (a listing does not say). */
+  contentType?: string;
 }
 
 /** Which of these object names the service's records still use (a file, or an upload still pending). */
@@ -62,8 +64,9 @@ export interface DirectObjectStore extends BlobStore {
   list(prefix: string): Promise<Map<string, ObjectInfo>>;
   stat(name: string): Promise<ObjectInfo | null>;
   /**
-   * Copies an object inside the store (the bytes never reach the service) and answers what the copy is;
-   * null when the source is gone or, with `ifMatch`, is no longer that version (OBJ-20).
+   * Copies an object inside the store (the bytes never reach the service) and answers what the copy is,
+   * read back with a HEAD (size and content type); null when the source is gone or, with `ifMatch`, is no
+   * longer that version (OBJ-20, OBJ-30).
    */
   copy(from: string, to: string, options?: { ifMatch?: string }): Promise<ObjectInfo | null>;
 }

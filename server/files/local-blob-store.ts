@@ -39,9 +39,14 @@ export class LocalBlobStore implements BlobStore {
 
   /** Two-character fan-out keeps directories small with many blobs. */
   #pathOf(id: string): { dir: string; file: string } {
-    if (!BLOB_ID.test(id)) throw new BlobNotFoundError(id);
-    const dir = join(this.#root, id.slice(4, 6));
+    const dir = join(this.#root, LocalBlobStore.relativePath(id).slice(0, 2));
     return { dir, file: join(dir, id) };
+  }
+
+  /** Where a blob lives under the root, `/`-separated (backups name their members after it, OPS-21). */
+  static relativePath(id: string): string {
+    if (!BLOB_ID.test(id)) throw new BlobNotFoundError(id);
+    return `${id.slice(4, 6)}/${id}`;
   }
 
   async put(source: AsyncIterable<Uint8Array> | Readable, expectedSize: number): Promise<StoredBlob> {

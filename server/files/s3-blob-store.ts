@@ -222,7 +222,12 @@ export class S3BlobStore implements DirectObjectStore {
     this.#checkName(name);
     try {
       const head = await atBucket('read an object', () => this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: name })));
-      return { size: head.ContentLength ?? 0, lastModified: head.LastModified?.getTime() ?? 0 };
+      return {
+        size: head.ContentLength ?? 0,
+        lastModified: head.LastModified?.getTime() ?? 0,
+        ...(head.ETag ? { etag: head.ETag } : {}),
+        ...(head.ContentType !== undefined ? { contentType: head.ContentType } : {}),
+      };
     } catch (err) {
       if (isMissing(err)) return null;
       throw err;

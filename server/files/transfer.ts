@@ -288,7 +288,8 @@ export class FileTransfer {
    * Decision OBJ-05: learns what arrived in the bucket for the row's pending uploads (with `key`, that
    * key's) and moves the record accordingly. One listing of the prefix answers for all of them. An object
    * is accepted only if its size is the signed size and it was stamped no later than the form's end (plus
-   * the tolerance); then the key points at it and the object it replaces is deleted. Anything else is
+   * the tolerance), and the copy kept of it answers a HEAD with the signed size and content type (OBJ-30);
+   * then the key points at it and the object it replaces is deleted. Anything else is
    * refused and its object deleted, and the file it meant to replace stays. Uploads are applied in the
    * order they arrived, so the last one wins. Nothing to do with an embedded store, whose upload target
    * records an upload as it lands.
@@ -333,9 +334,18 @@ export class FileTransfer {
     const copy = await direct.copy(reservation.blobId, kept, object.etag === undefined ? {} : { ifMatch: object.etag });
     // Gone or written again since the listing: the next look decides.
     if (!copy) return;
-    if (copy.size !== reservation.size) {
+    // Decision OBJ-30: the object itself, as a HEAD of what is kept answers it, must be what was signed. A
+    // store that enforces no POST policy keeps whatever `Content-Type` field the post carried, and the
+    // listing says nothing of it; a download would otherwise be served with the signed type over other bytes.
+    const problem =
+      copy.size !== reservation.size
+        ? `size ${copy.size} is not the signed ${reservation.size}`
+        : copy.contentType !== reservation.contentType
+          ? `content type ${JSON.stringify(copy.contentType ?? null)} is not the signed ${JSON.stringify(reservation.contentType)}`
+          : null;
+    if (problem !== null) {
       await this.#deleteBlob(kept);
-      return refuse(`size ${copy.size} is not the signed ${reservation.size}`);
+      return refuse(problem);
     }
     let stored: Awaited<ReturnType<Store['files']['storeUpload']>>;
     try {

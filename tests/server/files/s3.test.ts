@@ -354,6 +354,36 @@ describe('bytes the service did not check (s3rver enforces no policy)', () => {
     expect(Buffer.from(await (await fetch(detail.url)).arrayBuffer()).toString()).toBe('hello');
   });
 
+  it('counts an upload only once a HEAD of what it keeps shows the signed content type (OBJ-30)', async () => {
+    const files = course.files.member;
+    const fileUrl = `${files}/answer.txt`;
+    const first = await askToStore(fileUrl, { size: 5 });
+    expect((await postForm(first, 'hello')).status).toBe(204);
+    const accepted = await read(fileUrl);
+    expect(accepted.content_type).toBe(first.fields['Content-Type']);
+
+    // A form posted with its Content-Type field altered and bytes of the signed size: s3rver keeps the
+    // altered type (it enforces no policy); the service refuses it when it looks, and the earlier file stays.
+    const typed = await askToStore(fileUrl, { size: 5 });
+    expect((await postForm({ url: typed.url, fields: { ...typed.fields, 'Content-Type': 'text/html' } }, '<b>x<')).status).toBe(204);
+    expect(await bucket.stat(typed.fields['key'] ?? '')).toEqual(expect.objectContaining({ size: 5, contentType: 'text/html' }));
+    expect(await list(files)).toEqual([expect.objectContaining({ key: 'answer.txt', size: 5, modified: accepted.modified })]);
+    const after = await read(fileUrl);
+    const served = await fetch(after.url);
+    expect(served.headers.get('content-type')).toBe(accepted.content_type);
+    expect(Buffer.from(await served.arrayBuffer()).toString()).toBe('hello');
+    expect(await bucket.stat(typed.fields['key'] ?? '')).toBeNull();
+    const refusals = server.logs.filter((l) => l['msg'] === 'an upload that reached the bucket was refused').map((l) => String(l['reason']));
+    expect(refusals).toContainEqual(expect.stringContaining('content type "text/html" is not the signed'));
+
+    // The accepted form posted again with other bytes and the altered type: never served as the file.
+    expect((await postForm({ url: first.url, fields: { ...first.fields, 'Content-Type': 'text/html' } }, '<i>y<')).status).toBe(204);
+    const again = await fetch((await read(fileUrl)).url);
+    expect(again.headers.get('content-type')).toBe(accepted.content_type);
+    expect(Buffer.from(await again.arrayBuffer()).toString()).toBe('hello');
+    expect(await bucket.stat(await keptObject(memberRow(), 'answer.txt'))).toEqual(expect.objectContaining({ size: 5, contentType: accepted.content_type }));
+  });
+
   it('leaves no object of a Sandbox reset behind: files, uploads in flight, forms posted again or after it', async () => {
     const builder = await createBuilder(server, caller(server, platformToken(server)), 'S3 Reset Builder');
     const { appId } = await register(builder, { name: 'Reset files tool', hosting: 'self_hosted', contract_version: '2026-08-19' });
