@@ -1,6 +1,7 @@
 /**
  * The platform team's LMS registrations in the dashboard API (tag LMS registrations; decisions LTI-06,
- * LTI-07): list, show, add by hand, activate, deactivate. Registered in `server/dashboard/mount.ts`.
+ * LTI-07): list, show, add by hand, activate, deactivate; the Sandbox's own registration apart (LTI-100).
+ * Registered in `server/dashboard/mount.ts`.
  */
 import { responses, schemas } from '../../generated/dashboard/schemas.js';
 import type { components, operations } from '../../generated/dashboard/types.js';
@@ -107,7 +108,7 @@ export const lmsRegistrationHandlers: Handlers<Pick<operations, LmsRegistrationO
   deactivateLmsRegistration: withGuard(dashboardGuard<operations['deactivateLmsRegistration']>('platform'), async (ctx) => {
     const found = await ctx.services.store.lti.getRegistration(ctx.params.registration_id);
     if (!found) throw notFound(ctx.params.registration_id);
-    // Every Sandbox launch and score goes through it; the process would also keep using it (LTI-44) (LTI-100).
+    // Every Sandbox launch and score goes through it, and this process keeps using the one it found (LTI-44, LTI-100).
     if (isSandboxRegistration(found, ctx.services)) {
       throw new Problem(409, 'sandbox_lms_registration', responses.SandboxLmsRegistrationKept['x-messages'].deactivate);
     }
