@@ -28,6 +28,7 @@ const MULTI_INSTANCE = 'tests/server/multi-instance.test.ts';
 const STORE_INDEPENDENT = [
   'tests/server/core/config.test.ts',
   'tests/server/core/store-config.test.ts',
+  'tests/server/core/preflight.test.ts',
   'tests/server/core/handler-types.test.ts',
   'tests/server/core/permissions.test.ts',
   'tests/server/core/validation-errors.test.ts',

@@ -35,6 +35,19 @@ if (!controlToken) {
   }
 }
 const issuer = process.env['LMS_ISSUER'];
+// Installed before the start: the LMS listens before its store is open, and a SIGTERM in between (a
+// supervisor, `npm run lms` stopped at once) must still stop it gracefully, not kill it mid-start (OPS-31).
+let stopRequested = false;
+let started: Awaited<ReturnType<typeof startReferenceLms>> | null = null;
+const stop = (): void => {
+  if (started) void started.stop().then(() => process.exit(0));
+};
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    stopRequested = true;
+    stop();
+  });
+}
 const lms = await startReferenceLms({
   host: process.env['LMS_HOST'] ?? '127.0.0.1',
   port,
@@ -49,8 +62,5 @@ process.stdout.write(
     `  OpenID configuration: ${lms.issuer}/.well-known/openid-configuration\n` +
     `  control token:        ${dbFile === ':memory:' || process.env['LMS_CONTROL_TOKEN'] ? controlToken : `in ${dbFile}.control-token`}\n`,
 );
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    void lms.stop().then(() => process.exit(0));
-  });
-}
+started = lms;
+if (stopRequested) stop();

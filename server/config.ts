@@ -61,7 +61,8 @@ export interface Config {
 
 export class ConfigError extends Error {
   constructor(readonly problems: readonly string[]) {
-    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    // One line per problem, each naming its variable (OPS-30): a log collector keeps a line whole.
+    super(problems.map((problem) => `invalid configuration: ${problem}`).join('\n'));
     this.name = 'ConfigError';
   }
 }
@@ -103,6 +104,16 @@ function parseIntIn(
   return value;
 }
 
+/** A host the URL parser refuses (`999.1.1.1` reads as an IPv4 address out of range) cannot name the service's origin. */
+function isUrlHost(host: string): boolean {
+  try {
+    new URL(originOf(host, 0));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function originOf(host: string, port: number): string {
   const bracketed = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
   // A wildcard bind address is not something a tool can call; name the machine's loopback instead.
@@ -119,7 +130,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
   const nodeEnv = env['NODE_ENV']?.trim() || 'development';
   const port = parseIntIn('PORT', env['PORT'], 3000, 0, 65_535, problems);
   const host = env['HOST']?.trim() || '127.0.0.1';
-  if (/[\s/]/.test(host)) problems.push(`HOST must be a host name or IP address, got ${JSON.stringify(host)}`);
+  if (/[\s/]/.test(host) || !isUrlHost(host)) problems.push(`HOST must be a host name or IP address, got ${JSON.stringify(host)}`);
   const dataDirRaw = env['DATA_DIR']?.trim() || './data';
   const dataDir = isAbsolute(dataDirRaw) ? dataDirRaw : resolve(cwd, dataDirRaw);
 

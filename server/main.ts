@@ -6,18 +6,30 @@
 import { startService } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { createLogger } from './http/log.js';
+import { checkEnvironment, listenProblem } from './startup/preflight.js';
+
+/** A refused start (OPS-30): one line per problem on stderr, exit code 2, nothing written. */
+function refuse(lines: readonly string[]): never {
+  process.stderr.write(`${lines.join('\n')}\n`);
+  process.exit(2);
+}
+
+/** The listen itself failed: the port was taken, or the name stopped resolving, after the check passed. */
+function isListenError(err: unknown): boolean {
+  const syscall = (err as NodeJS.ErrnoException | null)?.syscall;
+  return syscall === 'listen' || syscall === 'getaddrinfo';
+}
 
 async function main(): Promise<void> {
   let config;
   try {
     config = loadConfig();
   } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`${err.message}\n`);
-      process.exit(2);
-    }
+    if (err instanceof ConfigError) refuse(err.message.split('\n'));
     throw err;
   }
+  const problems = await checkEnvironment(config);
+  if (problems.length > 0) refuse(problems.map((problem) => `cannot start: ${problem}`));
   const log = createLogger({ level: config.logLevel });
   if (config.allowLoopbackTools) {
     const banner = '!'.repeat(78);
@@ -27,7 +39,13 @@ async function main(): Promise<void> {
     );
     log.warn('ALLOW_LOOPBACK_TOOLS is on: tool endpoint URLs may resolve to loopback addresses (development only)');
   }
-  const running = await startService(config, { log });
+  let running;
+  try {
+    running = await startService(config, { log });
+  } catch (err) {
+    if (isListenError(err)) refuse([`cannot start: ${listenProblem(err, config.host, config.port)}`]);
+    throw err;
+  }
   log.info('listening', {
     url: running.url,
     public_url: config.publicUrl,

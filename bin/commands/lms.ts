@@ -10,6 +10,7 @@ type Registration = Schemas['LmsRegistration'];
 function describe(r: Registration): string[] {
   return [
     `${r.id} ${r.status} (${r.method}) ${r.title}`,
+    ...(r.sandbox ? ["  the Sandbox's own LMS registration: every Sandbox launch and score goes through it; it cannot be deactivated"] : []),
     `  issuer: ${r.issuer}`,
     `  client_id: ${r.client_id}`,
     `  deployments: ${r.deployments.length === 0 ? '(none yet)' : r.deployments.join(', ')}`,
@@ -37,16 +38,18 @@ function registrationId(ctx: CommandContext): string {
 export const commands: Command[] = [
   {
     name: 'lms list',
-    summary: 'The LMS registrations, with their status.',
+    summary: "The schools' LMS registrations, with their status, and the Sandbox's own apart.",
     token: 'platform',
     async run(ctx) {
       const list = check(await ctx.client.GET('/dashboard/v1/lms'));
-      show(ctx, list, () =>
-        table(
+      // The Sandbox's own registration apart, after the schools' (decision LTI-100).
+      show(ctx, list, () => [
+        ...table(
           ['ID', 'STATUS', 'METHOD', 'ISSUER', 'CLIENT', 'DEPLOYMENTS'],
           list.registrations.map((r) => [r.id, r.status, r.method, r.issuer, r.client_id, String(r.deployments.length)]),
         ),
-      );
+        ...(list.sandbox === null ? [] : ['', `${list.sandbox.title}: ${list.sandbox.id} ${list.sandbox.status}, issuer ${list.sandbox.issuer} (not a school; cannot be deactivated)`]),
+      ]);
     },
   },
   {
@@ -73,7 +76,7 @@ export const commands: Command[] = [
   },
   {
     name: 'lms deactivate',
-    summary: 'Deactivate a registration: its launches are refused; schools, courses and grades are kept.',
+    summary: "Deactivate a registration: its launches are refused; schools, courses and grades are kept. The Sandbox's own is refused.",
     token: 'platform',
     args: ['registration_id'],
     async run(ctx) {

@@ -1100,7 +1100,7 @@ export interface paths {
         };
         /**
          * List the LMS registrations
-         * @description Platform team only. Every school LMS that registered the service, oldest first (decision LTI-07).
+         * @description Platform team only. Every school LMS that registered the service, oldest first (decision LTI-07), and apart from them the Sandbox's own LMS registration (decision LTI-100).
          */
         get: operations["listLmsRegistrations"];
         put?: never;
@@ -1186,7 +1186,7 @@ export interface paths {
         put?: never;
         /**
          * Deactivate an LMS registration
-         * @description Platform team only (decision LTI-07). Moves the registration to `inactive`: logins are refused (403 page) and grades are not published; schools, courses and grades are kept. Repeating the call changes nothing and answers 200.
+         * @description Platform team only (decision LTI-07). Moves the registration to `inactive`: logins are refused (403 page) and grades are not published; schools, courses and grades are kept. Repeating the call changes nothing and answers 200. The Sandbox's own registration (`sandbox` true) is never deactivated: 409 `sandbox_lms_registration` (decision LTI-100).
          */
         post: operations["deactivateLmsRegistration"];
         delete?: never;
@@ -2214,6 +2214,11 @@ export interface components {
             jwks_url: string;
             /** @description The client assertion's `aud` when it is not `token_url` (Brightspace); null otherwise. */
             token_audience: string | null;
+            /**
+             * @description A name for the platform team: the LMS's product family or issuer host when it registered itself, or
+             *     what was entered by hand. The Sandbox's own registration is always named `x-messages.sandbox_title`
+             *     (decision LTI-100), never the reference LMS's product family code a standalone `npm run lms` registers with.
+             */
             title: string;
             /** @description As the platform's OpenID configuration names it (`canvas`, `moodle`, ...); null when unknown. */
             product_family_code: string | null;
@@ -2225,6 +2230,12 @@ export interface components {
              * @enum {string}
              */
             method: "dynamic" | "manual";
+            /**
+             * @description True for the Sandbox's own LMS registration (decision LTI-100): the service's in-process Sandbox LMS,
+             *     recognised by its issuer `{PUBLIC_URL}/lms`, which no school's LMS can have. It is listed apart
+             *     (`LmsRegistrationList.sandbox`) and cannot be deactivated (409 `sandbox_lms_registration`).
+             */
+            sandbox: boolean;
             /** Format: date-time */
             created: string;
             /** Format: date-time */
@@ -2232,10 +2243,14 @@ export interface components {
         };
         /**
          * LmsRegistrationList
-         * @description Every LMS registration, oldest first.
+         * @description The schools' LMS registrations, oldest first, and apart from them the Sandbox's own (decision LTI-100), so a
+         *     list of schools never shows, and a script acting on every entry never deactivates, the Sandbox's LMS.
          */
         LmsRegistrationList: {
+            /** @description Every school LMS's registration, oldest first; never the Sandbox's own. */
             registrations: components["schemas"]["LmsRegistration"][];
+            /** @description The Sandbox's own LMS registration (`sandbox` true); null until the Sandbox is first used. */
+            sandbox: components["schemas"]["LmsRegistration"] | null;
         };
         /**
          * LmsRegistrationCreate
@@ -2403,6 +2418,18 @@ export interface components {
         };
         /** @description No LMS registration has this ID. */
         LmsRegistrationNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The registration is the Sandbox's own (decision LTI-100): deactivating it would refuse every Sandbox launch
+         *     ("This learning platform is not connected yet") and every Sandbox score, so it is refused and nothing changes.
+         */
+        SandboxLmsRegistrationKept: {
             headers: {
                 [name: string]: unknown;
             };
@@ -5113,6 +5140,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["PlatformOnly"];
             404: components["responses"]["LmsRegistrationNotFound"];
+            409: components["responses"]["SandboxLmsRegistrationKept"];
         };
     };
     openLaunchPage: {

@@ -42,17 +42,29 @@ export class PlatformCredential {
   }
 }
 
+/** Why the platform-token file cannot be used, or null; absent is fine (a token is generated). Checked before a start writes anything (OPS-30). */
+export function storedPlatformTokenProblem(file: string): string | null {
+  let stored: string;
+  try {
+    stored = readFileSync(file, 'utf8').trim();
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return null;
+    return `DATA_DIR: ${file} cannot be read (${code ?? String(err)}); fix it, or set PLATFORM_TOKEN`;
+  }
+  if (stored.length >= 32) return null;
+  return `DATA_DIR: ${file} does not hold a platform token; delete it to have a new one generated, or set PLATFORM_TOKEN`;
+}
+
 /** `PLATFORM_TOKEN`, else the token in `DATA_DIR/platform-token`, else a new one written there. */
 export function loadPlatformCredential(config: Pick<Config, 'platformToken' | 'dataDir'>, log?: Logger): PlatformCredential {
   if (config.platformToken !== null) return new PlatformCredential(config.platformToken, 'env', null);
   const file = join(config.dataDir, PLATFORM_TOKEN_FILE);
   if (existsSync(file)) {
-    const stored = readFileSync(file, 'utf8').trim();
-    if (stored.length >= 32) {
-      log?.info("the platform team's dashboard token is the one in its file", { file });
-      return new PlatformCredential(stored, 'file', file);
-    }
-    throw new Error(`${file} does not hold a platform token; delete it to have a new one generated, or set PLATFORM_TOKEN`);
+    const problem = storedPlatformTokenProblem(file);
+    if (problem !== null) throw new Error(problem);
+    log?.info("the platform team's dashboard token is the one in its file", { file });
+    return new PlatformCredential(readFileSync(file, 'utf8').trim(), 'file', file);
   }
   mkdirSync(config.dataDir, { recursive: true });
   const token = `${PLATFORM_TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;

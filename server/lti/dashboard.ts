@@ -1,8 +1,11 @@
 /**
  * The platform team's LMS registrations in the dashboard API (tag LMS registrations; decisions LTI-06,
- * LTI-07): list, show, add by hand, activate, deactivate. Registered in `server/dashboard/mount.ts`.
+ * LTI-07): list, show, add by hand, activate, deactivate; the Sandbox's own registration apart (LTI-100).
+ * Registered in `server/dashboard/mount.ts`.
  */
+import { responses, schemas } from '../../generated/dashboard/schemas.js';
 import type { components, operations } from '../../generated/dashboard/types.js';
+import type { Services } from '../http/services.js';
 import { Problem } from '../http/problem.js';
 import type { Handlers } from '../http/registry.js';
 import { withGuard } from '../http/registry.js';
@@ -23,7 +26,17 @@ export const LMS_REGISTRATION_OPERATION_IDS = [
 
 type LmsRegistrationOperationId = (typeof LMS_REGISTRATION_OPERATION_IDS)[number];
 
-export function registrationJson(r: LtiRegistrationRecord): RegistrationJson {
+/**
+ * The Sandbox's own registration is told by its issuer, `{PUBLIC_URL}/lms` (decision LTI-100): an issuer under
+ * the service's own origin, which no school's LMS can have, and the same in a store made before this rule, so
+ * no stored name is trusted (it was the reference LMS's product family code, as `npm run lms` registers).
+ */
+export function isSandboxRegistration(r: Pick<LtiRegistrationRecord, 'issuer'>, services: Pick<Services, 'sandboxLms'>): boolean {
+  return r.issuer === services.sandboxLms.issuer();
+}
+
+export function registrationJson(r: LtiRegistrationRecord, services: Pick<Services, 'sandboxLms'>): RegistrationJson {
+  const sandbox = isSandboxRegistration(r, services);
   return {
     id: r.id,
     issuer: r.issuer,
@@ -33,11 +46,12 @@ export function registrationJson(r: LtiRegistrationRecord): RegistrationJson {
     token_url: r.tokenUrl,
     jwks_url: r.jwksUrl,
     token_audience: r.tokenAudience,
-    title: r.title,
+    title: sandbox ? schemas.LmsRegistration['x-messages'].sandbox_title : r.title,
     product_family_code: r.productFamilyCode,
     scopes: r.scopes,
     status: r.status,
     method: r.method,
+    sandbox,
     created: isoFromMs(r.createdAt),
     updated: isoFromMs(r.updatedAt),
   };
@@ -48,15 +62,19 @@ function notFound(id: string): Problem {
 }
 
 export const lmsRegistrationHandlers: Handlers<Pick<operations, LmsRegistrationOperationId>> = {
-  listLmsRegistrations: withGuard(dashboardGuard<operations['listLmsRegistrations']>('platform'), async (ctx) => ({
-    status: 200,
-    body: { registrations: (await ctx.services.store.lti.listRegistrations()).map(registrationJson) },
-  })),
+  listLmsRegistrations: withGuard(dashboardGuard<operations['listLmsRegistrations']>('platform'), async (ctx) => {
+    const all = (await ctx.services.store.lti.listRegistrations()).map((r) => registrationJson(r, ctx.services));
+    // Shown apart (LTI-100). One at most: the Sandbox LMS's store keeps one registration of the service, and
+    // one of an earlier client it lost is inactive (LTI-41); the active one, else the newest, is shown.
+    const own = all.filter((r) => r.sandbox);
+    const sandbox = own.find((r) => r.status === 'active') ?? own.at(-1) ?? null;
+    return { status: 200, body: { registrations: all.filter((r) => !r.sandbox), sandbox } };
+  }),
 
   getLmsRegistration: withGuard(dashboardGuard<operations['getLmsRegistration']>('platform'), async (ctx) => {
     const found = await ctx.services.store.lti.getRegistration(ctx.params.registration_id);
     if (!found) throw notFound(ctx.params.registration_id);
-    return { status: 200, body: registrationJson(found) };
+    return { status: 200, body: registrationJson(found, ctx.services) };
   }),
 
   addLmsRegistration: withGuard(dashboardGuard<operations['addLmsRegistration']>('platform'), async (ctx) => {
@@ -77,20 +95,26 @@ export const lmsRegistrationHandlers: Handlers<Pick<operations, LmsRegistrationO
     );
     if (!saved.ok) throw new Problem(422, 'invalid_field', saved.message);
     ctx.log.info('lms registration stored by hand', { registration: saved.registration.id, created: saved.created });
-    return { status: saved.created ? 201 : 200, body: registrationJson(saved.registration) };
+    return { status: saved.created ? 201 : 200, body: registrationJson(saved.registration, ctx.services) };
   }),
 
   activateLmsRegistration: withGuard(dashboardGuard<operations['activateLmsRegistration']>('platform'), async (ctx) => {
     const updated = await ctx.services.store.lti.setStatus(ctx.params.registration_id, 'active');
     if (!updated) throw notFound(ctx.params.registration_id);
     ctx.log.info('lms registration activated', { registration: updated.id });
-    return { status: 200, body: registrationJson(updated) };
+    return { status: 200, body: registrationJson(updated, ctx.services) };
   }),
 
   deactivateLmsRegistration: withGuard(dashboardGuard<operations['deactivateLmsRegistration']>('platform'), async (ctx) => {
-    const updated = await ctx.services.store.lti.setStatus(ctx.params.registration_id, 'inactive');
+    const found = await ctx.services.store.lti.getRegistration(ctx.params.registration_id);
+    if (!found) throw notFound(ctx.params.registration_id);
+    // Every Sandbox launch and score goes through it, and this process keeps using the one it found (LTI-44, LTI-100).
+    if (isSandboxRegistration(found, ctx.services)) {
+      throw new Problem(409, 'sandbox_lms_registration', responses.SandboxLmsRegistrationKept['x-messages'].deactivate);
+    }
+    const updated = await ctx.services.store.lti.setStatus(found.id, 'inactive');
     if (!updated) throw notFound(ctx.params.registration_id);
     ctx.log.info('lms registration deactivated', { registration: updated.id });
-    return { status: 200, body: registrationJson(updated) };
+    return { status: 200, body: registrationJson(updated, ctx.services) };
   }),
 };

@@ -3,12 +3,13 @@
  * LTI-06, LTI-07, LTI-62): a Moodle-shaped LMS registers itself (Dynamic Registration) and shows pending,
  * the platform team activates and deactivates it from the page, registers a Blackboard-shaped LMS by hand
  * (a refused URL shows the service's message), adds an institution's deployment, and every step is checked
- * for sideways overflow (layout.ts). Screenshots: test-artifacts/e2e/dashboard-lms/.
+ * for sideways overflow (layout.ts); the Sandbox's own registration is shown apart with no Deactivate (LTI-100). Screenshots: test-artifacts/e2e/dashboard-lms/.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import { ensureSandboxRegistration } from '../../server/sandbox/lms-registration.ts';
 import { startServer, type TestServer } from '../server/harness.ts';
 import { startLms, type LmsFixture } from '../server/lti/lms-fixture.ts';
 import { overflowProblems } from './layout.ts';
@@ -129,3 +130,32 @@ for (const width of WIDTHS) {
     }, 120_000);
   });
 }
+
+describe("the Sandbox's own registration on the page (decision LTI-100)", () => {
+  it('is shown apart from the schools, and its detail offers no Deactivate but says why', async () => {
+    const own = await ensureSandboxRegistration(server.services);
+    const context = await browser.newContext({ viewport: { width: 420, height: 900 } });
+    const guard = new BrowserGuard(context);
+    await guard.install();
+    onTestFailed(failureShots(context, 'dashboard-lms/sandbox'));
+    try {
+      const page = await context.newPage();
+      await page.goto(`${server.url}/dashboard/`);
+      await page.locator('#sign-in-token').fill(platformToken);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('link', { name: 'LMS registrations' }).click();
+      await shows(page.locator('#lms-sandbox'), /^Sandbox LMS \(built into this service\) lreg_.*active/);
+      expect(await page.locator('#lms-list tbody tr').filter({ hasText: own.id }).count()).toBe(0);
+      await page.locator('#lms-sandbox').getByRole('button', { name: /^Show/ }).click();
+      await page.locator('#lms-detail').waitFor({ state: 'visible' });
+      await shows(page.locator('#lms-detail-title'), 'Sandbox LMS (built into this service)');
+      expect(await page.locator('#lms-deactivate').isHidden()).toBe(true);
+      expect(await page.locator('#lms-sandbox-note').isVisible()).toBe(true);
+      await screenshots('dashboard-lms/sandbox')(page, 'detail');
+      expect(await overflowProblems(page)).toEqual([]);
+      expect(guard.consoleErrors).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 120_000);
+});

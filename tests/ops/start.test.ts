@@ -3,10 +3,12 @@
  * out like an install (package.json, dist/, node_modules), no tsx; every package the built code imports is a
  * runtime dependency, so `npm ci --omit=dev` is enough; and SIGTERM sent to the npm process itself (what a
  * process supervisor or `docker stop` does) stops the service gracefully: the node process is gone and its
- * shutdown was logged.
+ * shutdown was logged. A bad setting or environment (decision OPS-30) stops the start with one line on stderr
+ * naming the variable, exit code 2, and nothing written.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -127,4 +129,65 @@ describe('npm start', () => {
       rmSync(dataDir, { recursive: true, force: true });
     }
   }, 180_000);
+});
+
+describe('a refused start', () => {
+  /** Runs the built service with only `env` (and PATH): its exit code and what it wrote to stderr. */
+  function start(env: Record<string, string>): Promise<{ code: number | null; stderr: string; stdout: string }> {
+    return new Promise((resolve) => {
+      const node = spawn(process.execPath, ['dist/server/main.js'], { cwd: install, env: { PATH: process.env['PATH'] ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stderr = '';
+      let stdout = '';
+      node.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      node.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      const timer = setTimeout(() => node.kill('SIGKILL'), 30_000);
+      node.on('close', (code) => {
+        clearTimeout(timer);
+        resolve({ code, stderr, stdout });
+      });
+    });
+  }
+
+  it('prints one line naming the variable, exits 2 and writes nothing, for every bad setting or environment', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'tis-refused-'));
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = String((taken.address() as net.AddressInfo).port);
+    try {
+      const empty = (name: string): string => {
+        const dir = join(root, name);
+        mkdirSync(dir);
+        return dir;
+      };
+      const file = join(root, 'a-file');
+      writeFileSync(file, 'x');
+      const cases: { env: Record<string, string>; line: RegExp; dataDir?: string }[] = [
+        { env: { DATA_DIR: file }, line: /^cannot start: DATA_DIR \S+ is a file, not a folder$/ },
+        { env: { DATA_DIR: '/proc/nope' }, line: /^cannot start: DATA_DIR \/proc\/nope cannot be created: \/proc is not writable/ },
+        { env: { DATA_DIR: empty('host'), HOST: '999.1.1.1' }, line: /^invalid configuration: HOST must be a host name or IP address, got "999\.1\.1\.1"$/ },
+        { env: { DATA_DIR: empty('port'), PORT: port }, line: new RegExp(`^cannot start: PORT ${port} is already in use on 127\\.0\\.0\\.1`) },
+        { env: { DATA_DIR: empty('port-abc'), PORT: 'abc' }, line: /^invalid configuration: PORT must be a whole number/ },
+        {
+          env: { DATA_DIR: empty('database'), DATABASE_URL: 'postgres://tis:s3cret@127.0.0.1:1/tis' },
+          line: /^cannot start: DATABASE_URL: cannot connect to PostgreSQL at 127\.0\.0\.1:1: .*ECONNREFUSED/,
+        },
+        { env: { DATA_DIR: empty('s3'), BLOB_STORE: 's3', S3_BUCKET: 'files' }, line: /^invalid configuration: BLOB_STORE=s3 needs S3_REGION/ },
+      ];
+      const results = await Promise.all(cases.map((c) => start({ PORT: '0', ...c.env })));
+      results.forEach((result, i) => {
+        const c = cases[i]!;
+        const label = JSON.stringify(c.env);
+        expect(result.code, `${label}: ${result.stderr}`).toBe(2);
+        expect(result.stderr.split('\n').filter(Boolean), label).toEqual([expect.stringMatching(c.line)]);
+        expect(result.stdout, label).toBe('');
+        expect(result.stderr, label).not.toContain('s3cret');
+      });
+      // Nothing written: no store, no key, no platform-token file, not even a probe left behind.
+      for (const name of ['host', 'port', 'port-abc', 'database', 's3']) expect(readdirSync(join(root, name)), name).toEqual([]);
+      expect(readdirSync(root).sort()).toEqual(['a-file', 'database', 'host', 'port', 'port-abc', 's3']);
+    } finally {
+      taken.close();
+      rmSync(root, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

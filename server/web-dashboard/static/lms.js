@@ -50,6 +50,15 @@ async function listRegistrations() {
     }));
     labelCells(table);
     byId('lms-list-empty').hidden = list.registrations.length > 0;
+    // The Sandbox's own registration is not a school's: shown apart, never deactivated (decision LTI-100).
+    const sandbox = byId('lms-sandbox');
+    sandbox.hidden = list.sandbox === null;
+    if (list.sandbox !== null) {
+      const open = h('button', { type: 'button', class: 'small', 'aria-label': `Show ${list.sandbox.title}` }, 'Show');
+      const id = list.sandbox.id;
+      open.addEventListener('click', () => void showRegistration(id));
+      sandbox.replaceChildren(list.sandbox.title, ' ', idChip(id), ' ', badge(list.sandbox.status), ' ', open);
+    }
   } catch (err) {
     say(byId('lms-error'), detailOf(err));
   }
@@ -97,7 +106,8 @@ async function showRegistration(id) {
   const activate = byId('lms-activate');
   const deactivate = byId('lms-deactivate');
   activate.hidden = r.status === 'active';
-  deactivate.hidden = r.status !== 'active';
+  deactivate.hidden = r.status !== 'active' || r.sandbox;
+  byId('lms-sandbox-note').hidden = !r.sandbox;
   byId('lms-detail').hidden = false;
   byId('lms-detail').dataset.registration = r.id;
   byId('lms-detail').dataset.body = JSON.stringify(r);

@@ -49,6 +49,25 @@ describe('loadConfig', () => {
     }
   });
 
+  it('refuses a HOST the URL parser cannot read, and says one line per problem, each naming its variable (OPS-30)', () => {
+    expect(() => loadConfig({ HOST: '999.1.1.1' })).toThrow('invalid configuration: HOST must be a host name or IP address, got "999.1.1.1"');
+    expect(() => loadConfig({ HOST: 'tis example' })).toThrow(/^invalid configuration: HOST /);
+    expect(loadConfig({ HOST: '::1' }).publicUrl).toBe('http://[::1]:3000');
+    expect(loadConfig({ HOST: 'tis.internal' }).host).toBe('tis.internal');
+    let error: unknown;
+    try {
+      loadConfig({ PORT: 'abc', S3_BUCKET: 'files', DATABASE_SCHEMA: 'tis' });
+    } catch (err) {
+      error = err;
+    }
+    const lines = (error as ConfigError).message.split('\n');
+    expect(lines).toEqual([
+      'invalid configuration: PORT must be a whole number, got "abc"',
+      expect.stringMatching(/^invalid configuration: DATABASE_SCHEMA is set but DATABASE_URL is not/),
+      expect.stringMatching(/^invalid configuration: S3_BUCKET is set but BLOB_STORE is not s3$/),
+    ]);
+  });
+
   it('never allows loopback tools in production', () => {
     expect(() => loadConfig({ NODE_ENV: 'production', ALLOW_LOOPBACK_TOOLS: '1' })).toThrow(/ALLOW_LOOPBACK_TOOLS/);
     expect(loadConfig({ ALLOW_LOOPBACK_TOOLS: 'true' }).allowLoopbackTools).toBe(true);

@@ -4,7 +4,8 @@
  * and its id_token validation, as a browser does. Shown here by what only that path does: the id_token the
  * LMS signs (nonce and state of the service's login) is what the service validated, its chain cannot be
  * replayed, the launch lands on the same person a browser's launch does, and a person the LMS does not
- * enrol, or an LMS registration the platform team deactivated, stops the launch with no tool request.
+ * enrol, or an LMS registration found inactive, stops the launch with no tool request; the dashboard lists the
+ * Sandbox's own registration apart and refuses to deactivate it (decision LTI-100).
  * The fetch spy only watches: every request still goes over real HTTP.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -191,13 +192,32 @@ describe('the signed launch through the Sandbox LMS', () => {
     expect(((await verifyToken(server, signed.body.fields.launch_data, appId))['user'] as Json)['groups']).toEqual(['student']);
   });
 
-  it("answers 409 in the login page's words, with no tool request, while the platform team has the LMS's registration deactivated", async () => {
-    const list = await platform<{ registrations: { id: string; issuer: string; status: string }[] }>('GET', '/lms');
+  it("lists the Sandbox's own registration apart, under a name no standalone LMS uses, and refuses to deactivate it (LTI-100)", async () => {
+    type Registration = { id: string; issuer: string; status: string; title: string; sandbox: boolean; product_family_code: string | null };
+    const list = await platform<{ registrations: Registration[]; sandbox: Registration | null }>('GET', '/lms');
     expect(list.status).toBe(200);
-    const registration = list.body.registrations.find((r) => r.issuer === `${server.url}/lms` && r.status === 'active');
-    expect(registration).toBeDefined();
-    const id = registration?.id ?? '';
-    expect((await platform('POST', `/lms/${id}/deactivate`)).status).toBe(200);
+    expect(list.body.registrations.filter((r) => r.issuer === `${server.url}/lms`)).toEqual([]);
+    const own = list.body.sandbox;
+    expect(own).toMatchObject({ issuer: `${server.url}/lms`, status: 'active', sandbox: true, title: 'Sandbox LMS (built into this service)' });
+    // The name `npm run lms` registers with is its product family code; the Sandbox's is never that.
+    expect(own?.title).not.toBe(own?.product_family_code);
+    const id = own?.id ?? '';
+    expect((await platform<Registration>('GET', `/lms/${id}`)).body).toMatchObject({ sandbox: true, title: own?.title });
+    expectProblem(
+      await platform('POST', `/lms/${id}/deactivate`),
+      409,
+      'sandbox_lms_registration',
+      "this is the Sandbox's own LMS registration; deactivating it would stop every Sandbox launch and score, so it stays active (suspend a tool to close its Sandbox)",
+    );
+    expect((await server.services.store.lti.getRegistration(id))?.status).toBe('active');
+    expect((await signedLaunch('student_1')).status).toBe(201);
+  });
+
+  it("answers 409 in the login page's words, with no tool request, while the LMS's registration is inactive in the store", async () => {
+    // Not through the dashboard, which refuses (above): a store where it was deactivated before LTI-100.
+    const list = await platform<{ sandbox: { id: string } | null }>('GET', '/lms');
+    const id = list.body.sandbox?.id ?? '';
+    expect(await server.services.store.lti.setStatus(id, 'inactive')).not.toBeNull();
     try {
       const before = toolRequests();
       expectProblem(
@@ -209,7 +229,7 @@ describe('the signed launch through the Sandbox LMS', () => {
       expect(toolRequests()).toEqual(before);
       expect(server.logs.some((l) => l['msg'] === 'signed launch refused on the LTI path' && l['step'] === '/lti/login' && l['status'] === 403)).toBe(true);
     } finally {
-      expect((await platform('POST', `/lms/${id}/activate`)).status).toBe(200);
+      expect(await server.services.store.lti.setStatus(id, 'active')).not.toBeNull();
     }
     expect((await signedLaunch('student_1')).status).toBe(201);
   });

@@ -1,12 +1,14 @@
 /**
  * LMS registrations through the dashboard API and `tis lms` (decisions LTI-06, LTI-07): add by hand
  * (pending; URL rules with the field's name), list, show, activate, deactivate, platform team only; and
- * `LMS_AUTO_ACTIVATE=1` activating a Dynamic Registration on arrival.
+ * `LMS_AUTO_ACTIVATE=1` activating a Dynamic Registration on arrival; the Sandbox's own registration listed
+ * apart and never deactivated (LTI-100).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run } from '../../../bin/tis.js';
+import { ensureSandboxRegistration } from '../../../server/sandbox/lms-registration.js';
 import type { TestServer } from '../harness.js';
 import { startServer } from '../harness.js';
 import type { LmsFixture } from './lms-fixture.js';
@@ -131,5 +133,21 @@ describe('LMS_AUTO_ACTIVATE=1', () => {
       { redirect: 'manual' },
     );
     expect(login.status).toBe(302);
+  });
+});
+
+describe("the Sandbox's own registration in tis lms (decision LTI-100)", () => {
+  it('is listed apart from the schools, named as the Sandbox LMS, and tis lms deactivate refuses it with the consequence', async () => {
+    const own = await ensureSandboxRegistration(server.services);
+    const list = await tis('lms', 'list');
+    expect(list.code).toBe(0);
+    const [table, apart] = list.out.split('\n\n');
+    expect(table).not.toContain(own.id);
+    expect(apart).toBe(`Sandbox LMS (built into this service): ${own.id} active, issuer ${server.url}/lms (not a school; cannot be deactivated)`);
+    const refused = await tis('lms', 'deactivate', own.id);
+    expect(refused.code).not.toBe(0);
+    expect(refused.err).toContain("this is the Sandbox's own LMS registration; deactivating it would stop every Sandbox launch and score");
+    expect((await server.services.store.lti.getRegistration(own.id))?.status).toBe('active');
+    expect((await tis('lms', 'show', own.id)).out).toContain("the Sandbox's own LMS registration");
   });
 });
