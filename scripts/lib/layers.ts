@@ -16,7 +16,8 @@ export interface Layer {
 
 export const LAYERS: readonly Layer[] = [
   { name: 'tools', paths: ['bin/', 'scripts/', 'mocks/', 'examples/', 'vitest.config.ts'] },
-  { name: 'entry', paths: ['server/main.ts', 'server/app.ts'] },
+  // The start-up checks run before anything is opened or written (OPS-30).
+  { name: 'entry', paths: ['server/main.ts', 'server/app.ts', 'server/startup/'] },
   { name: 'fronts', paths: ['server/contracts/', 'server/dashboard/', 'server/web-dashboard/'] },
   { name: 'sandbox', paths: ['server/sandbox/'] },
   { name: 'lti', paths: ['server/lti/'] },
@@ -33,6 +34,8 @@ export const LAYERS: readonly Layer[] = [
       'server/scores/',
       'server/files/',
       'server/outbound/',
+      // The embedded store's backup and restore, run by `tis store backup|restore` (OPS-21).
+      'server/backup/',
       // The typed-handler table and the service container: every feature's handlers are written against
       // them, so they sit with the features rather than with the pipeline that runs them.
       'server/http/registry.ts',
