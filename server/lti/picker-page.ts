@@ -174,7 +174,7 @@ export function locationsPage(input: {
     `<input type="hidden" name="app" value="${escapeHtml(input.app.id)}">`,
     '<input type="hidden" name="confirm" value="1">',
     `<fieldset><legend class="offscreen">${escapeHtml(`Activities of ${input.app.name}`)}</legend>`,
-    empty ? `<p class="muted">${escapeHtml(input.app.name)} offers nothing to add here.</p>` : `<ul class="tree top">${[...top, ...groups].join('\n')}</ul>`,
+    empty ? `<p class="muted">${escapeHtml(input.app.name)} offers nothing to add here.</p>` : `<ul class="tree">${[...top, ...groups].join('\n')}</ul>`,
     '</fieldset>',
     `<p id="pick-error" class="error" role="alert" tabindex="-1"${input.nothingChosen ? '' : ' hidden'}>${input.nothingChosen ? escapeHtml(nothingChosenText(input.multiple)) : ''}</p>`,
     '<div class="actions">',
