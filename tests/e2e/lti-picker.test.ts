@@ -222,3 +222,33 @@ for (const width of [420, 1280]) {
     });
   });
 }
+
+describe('the picker in the LMS frame', () => {
+  it('framed at 420 px with platform storage: the tree fits the frame, and Cancel reaches the LMS from inside it', async () => {
+    onTestFailed(failureShots(context, 'picker-framed'));
+    const page = await context.newPage();
+    await page.setViewportSize({ width: 420, height: 900 });
+    await lms.settings({ platform_storage: true });
+    try {
+      await page.goto((await lms.deepLink(courseId, teacher)).url);
+      const frame = page.frameLocator('iframe[name=tool]');
+      await shows(frame.locator('h1'), 'Choose a tool');
+      await frame.getByRole('button', { name: 'Maths Practice' }).click();
+      await shows(frame.locator('h1'), 'Maths Practice');
+      await frame.locator('summary', { hasText: 'Unit Beta' }).click();
+      await frame.getByLabel(/Beta test/).check();
+      await shows(frame.locator('li.group .count').first(), '0 of 1 chosen');
+      const inner = page.frame({ name: 'tool' });
+      const widths = await inner?.evaluate(() => ({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth }));
+      expect(widths?.client).toBeLessThan(420);
+      expect(widths?.scroll).toBeLessThanOrEqual(widths?.client ?? 0);
+      await screenshots('framed', join(REPO_ROOT, 'test-artifacts', 'picker'))(page, 'framed-open');
+      await frame.getByRole('button', { name: 'Cancel' }).click();
+      await shows(frame.locator('h1'), 'Nothing added');
+      expect(guard.consoleErrors).toEqual([]);
+    } finally {
+      await lms.settings({ platform_storage: false });
+      await page.close();
+    }
+  });
+});
