@@ -237,7 +237,7 @@ describe('the picker in the LMS frame', () => {
       await shows(frame.locator('h1'), 'Maths Practice');
       await frame.locator('summary', { hasText: 'Unit Beta' }).click();
       await frame.getByLabel(/Beta test/).check();
-      await shows(frame.locator('li.group .count').first(), '0 of 1 chosen');
+      await shows(frame.locator('li.group', { has: frame.locator('> details > summary .group-label:text-is("Unit Beta")') }).locator('> details > summary .count'), '1 of 3 chosen');
       const inner = page.frame({ name: 'tool' });
       const widths = await inner?.evaluate(() => ({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth }));
       expect(widths?.client).toBeLessThan(420);
