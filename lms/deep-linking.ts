@@ -113,10 +113,12 @@ export async function deepLinkingReturn(platform: Platform, req: IncomingMessage
     return;
   }
   const list = made.map((m) => `<li data-resource-link="${escapeHtml(String(m['resource_link_id']))}">${escapeHtml(String(m['title']))}</li>`).join('');
+  // A response with no item is the teacher's Cancel (Deep Linking 2.0 §4.4): the request is answered, nothing made.
+  const heading = made.length === 0 ? 'Nothing added' : 'Content added';
   sendHtml(
     res,
     200,
-    'Content added',
-    `<h1>Content added</h1>${msg ? `<p>${escapeHtml(msg)}</p>` : ''}${errormsg ? `<p role="alert">${escapeHtml(errormsg)}</p>` : ''}<ul id="created">${list}</ul>`,
+    heading,
+    `<h1>${heading}</h1>${msg ? `<p>${escapeHtml(msg)}</p>` : ''}${errormsg ? `<p role="alert">${escapeHtml(errormsg)}</p>` : ''}<ul id="created">${list}</ul>`,
   );
 }

@@ -1,5 +1,5 @@
 // `npm run build`: compiles the service, the kit and `tis` into dist/ (tsconfig.build.json) and copies what
-// they read at run time: the bundled specs of generated/ and the web dashboard's static files. Then it
+// they read at run time: the bundled specs of generated/ and the web dashboard's and the LTI picker's static files. Then it
 // bundles what `npm start` runs, dist/server/main.js, into one file with esbuild (decision PERF-90): loading
 // a few hundred modules one by one was the largest share of a cold start. Plain JavaScript, so the build
 // needs only TypeScript and esbuild (dev dependencies); what it writes runs on `npm ci --omit=dev`.
@@ -26,6 +26,7 @@ cpSync(join(root, 'generated'), join(out, 'generated'), {
   filter: (file) => statSync(file).isDirectory() || file.endsWith('.json'),
 });
 cpSync(join(root, 'server/web-dashboard/static'), join(out, 'server/web-dashboard/static'), { recursive: true });
+cpSync(join(root, 'server/lti/static'), join(out, 'server/lti/static'), { recursive: true });
 
 if (bundle !== 'none') {
   const esbuild = await import('esbuild');

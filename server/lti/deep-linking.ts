@@ -9,11 +9,12 @@ import { randomUUID } from 'node:crypto';
 import type { Services } from '../http/services.js';
 import type { RenderedPage } from '../launch-page/pages.js';
 import { issueLaunchTicket } from '../launch-page/tickets.js';
-import { availability, openPicker, placeFromPicker, placementErrorOf } from '../placements/index.js';
+import { availability, lastPickerAnswer, openPicker, placeFromPicker, placementErrorOf } from '../placements/index.js';
 import type { AppRecord, LtiDeepLinkRecord, PlacementRecord } from '../store/index.js';
+import type { Picker } from '../placements/index.js';
 import type { VerifiedLaunch } from './id-token.js';
 import type { LaunchParties } from './launch.js';
-import { deepLinkingResponsePage, locationsPage, toolsPage } from './pages.js';
+import { deepLinkingResponsePage, linkNotChosenPage, locationsPage, toolsPage } from './picker-page.js';
 import type { LtiRefusal } from './refusals.js';
 import { refuse } from './refusals.js';
 import { LtiUrls } from './urls.js';
@@ -88,30 +89,42 @@ export async function startLinkChoice(services: Services, launch: VerifiedLaunch
 
 async function toolsStep(services: Services, choice: LtiDeepLinkRecord, intro: string): Promise<RenderedPage> {
   const urls = new LtiUrls(services.config.publicUrl);
-  return toolsPage({ action: urls.deepLinking(), key: choice.id, apps: await availableApps(services, choice.contextId), intro });
+  return toolsPage({ action: urls.deepLinking(), key: choice.id, apps: await availableApps(services, choice.contextId), intro, cancellable: choice.returnUrl !== null });
 }
 
 export interface ChoicePost {
   key?: string | undefined;
   app?: string | undefined;
   confirm?: string | undefined;
+  /** Cancel: the choice ends with nothing added (LTI-113). */
+  cancel?: string | undefined;
   extids: string[];
 }
 
-/** `POST /lti/deep-linking`: the locations of the chosen tool, or the confirmation. */
+/** `POST /lti/deep-linking`: the locations of the chosen tool, the confirmation, or Cancel. */
 export async function continueChoice(services: Services, post: ChoicePost): Promise<ChoiceOutcome> {
   const urls = new LtiUrls(services.config.publicUrl);
   const choice = post.key ? await services.store.lti.getDeepLink(post.key) : null;
   if (!choice) return { kind: 'refused', refusal: refuse(400, 'choice_expired', 'unknown, used or expired picker key') };
+  if (post.cancel === '1') return cancelChoice(services, choice);
   const app = post.app ? await services.store.apps.get(post.app) : null;
   const offered = await availableApps(services, choice.contextId);
   if (!app || !offered.some((a) => a.id === app.id)) {
     return { kind: 'page', page: await toolsStep(services, choice, 'That tool is not available in this course. Choose another.') };
   }
-  if (post.confirm !== '1') {
+  const pickerPage = (picker: Picker, nothingChosen: boolean): ChoiceOutcome => ({
+    kind: 'page',
+    page: locationsPage({ action: urls.deepLinking(), key: choice.id, app, picker, multiple: choice.acceptMultiple, cancellable: choice.returnUrl !== null, nothingChosen }),
+  });
+  // An extid ticked twice (a location shown in two groups) is one location, placed once.
+  const extids = [...new Set(choice.acceptMultiple ? post.extids : post.extids.slice(0, 1))];
+  if (post.confirm !== '1' || extids.length === 0) {
+    // Nothing chosen on a confirmation (the page's script says so first): the same picker again, saying
+    // what to do, from the answer placements are made from when there is one (LTI-112).
+    const kept = post.confirm === '1' ? await lastPickerAnswer(services, app.id, choice.contextId) : null;
+    if (kept) return pickerPage(kept, true);
     try {
-      const picker = await openPicker(services, { appId: app.id, contextId: choice.contextId, memberId: choice.memberId });
-      return { kind: 'page', page: locationsPage({ action: urls.deepLinking(), key: choice.id, app, picker, multiple: choice.acceptMultiple }) };
+      return pickerPage(await openPicker(services, { appId: app.id, contextId: choice.contextId, memberId: choice.memberId }), post.confirm === '1');
     } catch (err) {
       const problem = placementErrorOf(err);
       if (!problem) throw err;
@@ -119,8 +132,6 @@ export async function continueChoice(services: Services, post: ChoicePost): Prom
       return { kind: 'page', page: await toolsStep(services, choice, `${app.name} could not list its activities: ${problem.detail}`) };
     }
   }
-  const extids = choice.acceptMultiple ? post.extids : post.extids.slice(0, 1);
-  if (extids.length === 0) return { kind: 'refused', refusal: refuse(400, 'nothing_chosen', 'picker confirmed with no location') };
   // The choice is used up before placing, so a double submit cannot place twice.
   const used = await services.store.lti.consumeDeepLink(choice.id);
   if (!used) return { kind: 'refused', refusal: refuse(400, 'choice_expired', 'picker key used meanwhile') };
@@ -137,7 +148,19 @@ export async function continueChoice(services: Services, post: ChoicePost): Prom
     }
   }
   if (choice.resourceLinkId !== null) return launchChosen(services, choice, placed[0] as PlacementRecord);
-  return { kind: 'page', page: await deepLinkingResponse(services, choice, placed) };
+  return { kind: 'page', page: await deepLinkingResponse(services, choice, placed, app) };
+}
+
+/**
+ * Cancel (LTI-113): a Deep Linking choice answers the LMS with no content item, so the LMS closes its
+ * dialog; an unknown link's choice leaves the link as it was. Either way the choice is used up.
+ */
+async function cancelChoice(services: Services, choice: LtiDeepLinkRecord): Promise<ChoiceOutcome> {
+  const used = await services.store.lti.consumeDeepLink(choice.id);
+  if (!used) return { kind: 'refused', refusal: refuse(400, 'choice_expired', 'picker key used meanwhile') };
+  services.log.info('lti choice cancelled', { registration: choice.registrationId, context: choice.contextId });
+  if (choice.returnUrl === null) return { kind: 'page', page: linkNotChosenPage(new LtiUrls(services.config.publicUrl).deepLinking()) };
+  return { kind: 'page', page: await deepLinkingResponse(services, choice, [], null) };
 }
 
 async function launchChosen(services: Services, choice: LtiDeepLinkRecord, placement: PlacementRecord): Promise<ChoiceOutcome> {
@@ -146,7 +169,7 @@ async function launchChosen(services: Services, choice: LtiDeepLinkRecord, place
   return { kind: 'redirect', location: ticket.launchUrl };
 }
 
-async function deepLinkingResponse(services: Services, choice: LtiDeepLinkRecord, placed: readonly PlacementRecord[]): Promise<RenderedPage> {
+async function deepLinkingResponse(services: Services, choice: LtiDeepLinkRecord, placed: readonly PlacementRecord[], app: AppRecord | null): Promise<RenderedPage> {
   const registration = await services.store.lti.getRegistration(choice.registrationId);
   const organization = await services.store.organizations.get(choice.organizationId);
   if (!registration || !organization) throw new Error(`deep link ${choice.id} lost its registration or school`);
@@ -178,9 +201,20 @@ async function deepLinkingResponse(services: Services, choice: LtiDeepLinkRecord
     [CLAIMS.messageType]: MESSAGE_TYPES.deepLinkingResponse,
     [CLAIMS.version]: LTI_VERSION,
     [CLAIMS.contentItems]: contentItems,
+    // What the LMS may show the teacher on return (Deep Linking 2.0 §4.5.3); Cancel says nothing (LTI-114).
+    ...(app !== null && placed.length > 0 ? { [CLAIMS.deepLinkingMessage]: addedMessage(app, placed) } : {}),
     ...(choice.data !== null ? { [CLAIMS.deepLinkingData]: choice.data } : {}),
   };
   const jwt = await services.signer.sign(claims);
   services.log.info('lti deep linking response', { registration: registration.id, context: choice.contextId, placements: placed.map((p) => p.id) });
-  return deepLinkingResponsePage({ returnUrl: choice.returnUrl as string, jwt });
+  return deepLinkingResponsePage({
+    returnUrl: choice.returnUrl as string,
+    jwt,
+    appName: app?.name ?? null,
+    added: placed.map((p) => ({ label: p.entry.label, type: p.entry.type, points: p.entry.type === 'assessment' ? (p.entry.points ?? null) : null })),
+  });
+}
+
+function addedMessage(app: AppRecord, placed: readonly PlacementRecord[]): string {
+  return `${placed.length === 1 ? '1 activity' : `${placed.length} activities`} added from ${app.name}.`;
 }

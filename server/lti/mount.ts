@@ -215,7 +215,7 @@ function answerChoice(res: Response, outcome: ChoiceOutcome, ctx: RouteContext):
 
 async function choice(services: Services, req: Request, res: Response, ctx: RouteContext): Promise<void> {
   const { one, all } = await params(req);
-  const outcome = await continueChoice(services, { key: one['key'], app: one['app'], confirm: one['confirm'], extids: all.getAll('extid') });
+  const outcome = await continueChoice(services, { key: one['key'], app: one['app'], confirm: one['confirm'], cancel: one['cancel'], extids: all.getAll('extid') });
   answerChoice(res, outcome, ctx);
 }
 

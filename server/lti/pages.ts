@@ -1,14 +1,12 @@
 /**
  * The HTML the LMS-facing side answers: refusals (no stack, no token, the report ID), the end of a
  * Dynamic Registration (the `org.imsglobal.lti.close` postMessage), the platform-storage steps of a login
- * and a launch, the picker, and the auto-submitting Deep Linking response. Every value is escaped; the only
+ * and a launch, and the shell of the picker's pages (`picker-page.ts`). Every value is escaped; the only
  * scripts are this module's own, allowed by a per-response nonce.
  */
 import { randomBytes } from 'node:crypto';
 import type { RenderedPage } from '../launch-page/pages.js';
 import { escapeHtml, messagePage } from '../launch-page/pages.js';
-import type { Picker, PickerGroupJson, PickerLocationJson } from '../placements/index.js';
-import type { AppRecord } from '../store/index.js';
 import type { LtiRefusal } from './refusals.js';
 import { refusalText } from './refusals.js';
 
@@ -20,11 +18,13 @@ function nonce(): string {
   return randomBytes(16).toString('base64url');
 }
 
-function page(input: {
+/** A page of the LMS-facing side: its own style (this module's plain one unless given), script and form target. */
+export function page(input: {
   status: RenderedPage['status'];
   kind: string;
   title: string;
   body: string;
+  style?: string;
   script?: string;
   formAction?: string;
 }): RenderedPage {
@@ -37,7 +37,7 @@ function page(input: {
     '<meta name="viewport" content="width=device-width, initial-scale=1">',
     '<meta name="robots" content="noindex">',
     `<title>${escapeHtml(input.title)}</title>`,
-    `<style nonce="${n}">${STYLE}</style>`,
+    `<style nonce="${n}">${input.style ?? STYLE}</style>`,
     '</head>',
     '<body>',
     input.body,
@@ -57,7 +57,7 @@ function page(input: {
 }
 
 /** A JSON value inside a script, safe from `</script>` and line separators. */
-function scriptValue(value: unknown): string {
+export function scriptValue(value: unknown): string {
   return JSON.stringify(value).replace(/</g, '\\u003c').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
 }
 
@@ -123,88 +123,4 @@ window.addEventListener('message', function (event) {
 try { frame.postMessage({subject: 'lti.get_data', message_id: id, key: 'state_' + state}, origin); } catch (e) { send(''); }
 setTimeout(function () { send(''); }, 2000);`;
   return page({ status: 200, kind: 'lti_ask_state', title: 'Opening', body, script, formAction: new URL(input.action).origin });
-}
-
-/** Step one of the picker: the tools available in this course, under their registered names (LTI-14). */
-export function toolsPage(input: { action: string; key: string; apps: readonly AppRecord[]; intro: string }): RenderedPage {
-  const items =
-    input.apps.length === 0
-      ? '<p>No tools are available yet.</p>'
-      : input.apps
-          .map(
-            (app) =>
-              `<form method="post" action="${escapeHtml(input.action)}"><input type="hidden" name="key" value="${escapeHtml(input.key)}">` +
-              `<input type="hidden" name="app" value="${escapeHtml(app.id)}"><button type="submit">${escapeHtml(app.name)}</button>` +
-              (app.description ? ` <span>${escapeHtml(app.description)}</span>` : '') +
-              '</form>',
-          )
-          .join('\n');
-  return page({
-    status: 200,
-    kind: 'lti_tools',
-    title: 'Choose a tool',
-    body: `<h1>Choose a tool</h1>\n<p>${escapeHtml(input.intro)}</p>\n${items}`,
-    formAction: new URL(input.action).origin,
-  });
-}
-
-function locationBox(location: PickerLocationJson): string {
-  const points = location.type === 'assessment' && location.points !== null ? ` (${location.points} points)` : '';
-  return (
-    `<label><input type="checkbox" name="extid" value="${escapeHtml(location.extid)}"> ${escapeHtml(location.label)}${escapeHtml(points)}` +
-    (location.description ? ` <small>${escapeHtml(location.description)}</small>` : '') +
-    '</label>'
-  );
-}
-
-function groupBlock(group: PickerGroupJson): string {
-  // Groups start collapsed (contract picker rules); the group's checkbox takes or releases its subtree.
-  return [
-    '<details>',
-    `<summary><label><input type="checkbox" data-group="1"> ${escapeHtml(group.label)} (${group.count})</label></summary>`,
-    ...group.locations.map(locationBox),
-    ...group.groups.map(groupBlock),
-    '</details>',
-  ].join('\n');
-}
-
-/** Step two: the tool's live locations, as the contract's picker shows them. */
-export function locationsPage(input: { action: string; key: string; app: AppRecord; picker: Picker; multiple: boolean }): RenderedPage {
-  const body = [
-    `<h1>${escapeHtml(input.app.name)}</h1>`,
-    ...(input.picker.message !== null ? [`<p>${escapeHtml(input.picker.message)}</p>`] : []),
-    `<form id="pick" method="post" action="${escapeHtml(input.action)}">`,
-    `<input type="hidden" name="key" value="${escapeHtml(input.key)}">`,
-    `<input type="hidden" name="app" value="${escapeHtml(input.app.id)}">`,
-    '<input type="hidden" name="confirm" value="1">',
-    ...input.picker.locations.map(locationBox),
-    ...input.picker.groups.map(groupBlock),
-    `<p><button type="submit">${input.multiple ? 'Add the chosen activities' : 'Add the chosen activity'}</button></p>`,
-    '</form>',
-  ].join('\n');
-  const script = `
-document.querySelectorAll('input[data-group]').forEach(function (box) {
-  box.addEventListener('change', function () {
-    box.closest('details').querySelectorAll('input[type=checkbox]').forEach(function (inner) { inner.checked = box.checked; });
-  });
-});`;
-  return page({ status: 200, kind: 'lti_locations', title: input.app.name, body, script, formAction: new URL(input.action).origin });
-}
-
-/** The Deep Linking response, POSTed by the browser to the LMS (LTI-15). */
-export function deepLinkingResponsePage(input: { returnUrl: string; jwt: string }): RenderedPage {
-  const body = [
-    `<form id="respond" method="post" action="${escapeHtml(input.returnUrl)}">`,
-    `<input type="hidden" name="JWT" value="${escapeHtml(input.jwt)}">`,
-    '<noscript><button type="submit">Return to your course</button></noscript>',
-    '</form>',
-  ].join('\n');
-  return page({
-    status: 200,
-    kind: 'lti_deep_linking_response',
-    title: 'Returning to your course',
-    body,
-    script: "document.getElementById('respond').submit();",
-    formAction: new URL(input.returnUrl).origin,
-  });
 }

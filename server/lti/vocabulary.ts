@@ -18,6 +18,7 @@ export const CLAIMS = {
   deepLinkingSettings: 'https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings',
   contentItems: 'https://purl.imsglobal.org/spec/lti-dl/claim/content_items',
   deepLinkingData: 'https://purl.imsglobal.org/spec/lti-dl/claim/data',
+  deepLinkingMessage: 'https://purl.imsglobal.org/spec/lti-dl/claim/msg',
 } as const;
 
 export const LTI_VERSION = '1.3.0';

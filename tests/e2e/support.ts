@@ -93,10 +93,10 @@ export async function shows(locator: Locator, expected: string | RegExp, timeout
 
 /**
  * Full-page screenshots of one suite, numbered in the order its steps ran:
- * test-artifacts/e2e/<suite>/NN-<name>.png.
+ * test-artifacts/e2e/<suite>/NN-<name>.png (or under another folder of test-artifacts/, `root`).
  */
-export function screenshots(suite: string): (page: Page, name: string) => Promise<void> {
-  const dir = join(ARTIFACTS, suite);
+export function screenshots(suite: string, root = ARTIFACTS): (page: Page, name: string) => Promise<void> {
+  const dir = join(root, suite);
   let shot = 0;
   return async (page, name) => {
     mkdirSync(dir, { recursive: true });

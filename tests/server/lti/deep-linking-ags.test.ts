@@ -114,7 +114,7 @@ describe('Deep Linking', () => {
     const locationsHtml = await locations.text();
     expect(locationsHtml).toContain('Pick the week');
     expect(locationsHtml).toContain('Week 1 quiz');
-    expect(locationsHtml).toMatch(/<details>\s*<summary><label><input type="checkbox" data-group="1"> Readings \(1\)/);
+    expect(locationsHtml).toContain('<span class="group-label">Readings</span> <span class="count" data-total="1">1 activity</span>');
 
     const confirmed = await fetch(
       `${server.url}/lti/deep-linking`,
@@ -140,9 +140,53 @@ describe('Deep Linking', () => {
     expect(items).toHaveLength(2);
     expect(items[0]).toMatchObject({ type: 'ltiResourceLink', title: 'Week 1 quiz', url: `${server.url}/lti/launch`, lineItem: { scoreMaximum: 20, label: 'Week 1 quiz', tag: 'quiz-1' } });
     expect(items[1]?.lineItem).toBeUndefined();
+    expect(payload['https://purl.imsglobal.org/spec/lti-dl/claim/msg']).toBe('2 activities added from Statistics Lab.');
+    // The confirmation says what was added before it posts the response (LTI-113).
+    expect(html).toMatch(/<h1>Added to your course<\/h1>[\s\S]*Week 1 quiz<\/span> <span class="badge kind-assessment">Graded · 20 points<\/span>[\s\S]*Chapter 1/);
     // The choice is used up: a second confirmation places nothing.
     const again = await fetch(`${server.url}/lti/deep-linking`, form([['key', key], ['app', tool.app.id], ['confirm', '1'], ['extid', 'quiz-1']]));
     expect(again.status).toBe(400);
+  });
+
+  /** A Deep Linking request of the instructor, answered with the tools page: its picker key. */
+  async function openChoice(data: string): Promise<string> {
+    const started = await login(server, lms);
+    const idToken = await lms.idToken(lms.deepLinkingClaims({ nonce: started.nonce, sub: 'teacher-1', roles: [ROLES.instructor], contextId: CONTEXT, data }));
+    return hidden(await (await postIdToken(server, idToken, started.state, started.cookie)).text(), 'key');
+  }
+
+  it('confirming nothing shows the picker again saying what to do (no 400, nothing placed); an extid ticked twice is placed once', async () => {
+    const key = await openChoice('dl-nothing');
+    await (await fetch(`${server.url}/lti/deep-linking`, form([['key', key], ['app', tool.app.id]]))).text();
+    const empty = await fetch(`${server.url}/lti/deep-linking`, form([['key', key], ['app', tool.app.id], ['confirm', '1']]));
+    expect(empty.status).toBe(200);
+    const html = await empty.text();
+    expect(html).toMatch(/<p id="pick-error" class="error" role="alert" tabindex="-1">Tick at least one activity to add, or choose Cancel\.<\/p>/);
+    expect(html).toContain('Week 1 quiz');
+    // The choice is used up only when something is placed: the key still holds, the teacher ticks and adds.
+    const twice = await fetch(`${server.url}/lti/deep-linking`, form([['key', key], ['app', tool.app.id], ['confirm', '1'], ['extid', 'reading-1'], ['extid', 'reading-1']]));
+    const { payload } = await jwtVerify(hidden(await twice.text(), 'JWT'), createRemoteJWKSet(new URL(`${server.url}/.well-known/jwks.json`)));
+    expect(payload['https://purl.imsglobal.org/spec/lti-dl/claim/content_items']).toHaveLength(1);
+  });
+
+  it('Cancel, from the tools or the locations: a signed response with no content item and the request\'s data, posted at once; the key is used up', async () => {
+    for (const withApp of [false, true]) {
+      const key = await openChoice(`dl-cancel-${String(withApp)}`);
+      const fields: Array<[string, string]> = withApp ? [['key', key], ['app', tool.app.id], ['cancel', '1']] : [['key', key], ['cancel', '1']];
+      const cancelled = await fetch(`${server.url}/lti/deep-linking`, form(fields));
+      expect(cancelled.status).toBe(200);
+      const html = await cancelled.text();
+      expect(html).toContain('<h1>Nothing added</h1>');
+      expect(html).toContain(`action="${lms.origin}/deep_linking_return" data-delay="0"`);
+      const { payload } = await jwtVerify(hidden(html, 'JWT'), createRemoteJWKSet(new URL(`${server.url}/.well-known/jwks.json`)), { issuer: lms.clientId, audience: lms.issuer });
+      expect(payload).toMatchObject({
+        'https://purl.imsglobal.org/spec/lti/claim/message_type': 'LtiDeepLinkingResponse',
+        'https://purl.imsglobal.org/spec/lti-dl/claim/content_items': [],
+        'https://purl.imsglobal.org/spec/lti-dl/claim/data': `dl-cancel-${String(withApp)}`,
+      });
+      expect(payload['https://purl.imsglobal.org/spec/lti-dl/claim/msg']).toBeUndefined();
+      expect((await fetch(`${server.url}/lti/deep-linking`, form([['key', key], ['cancel', '1']]))).status).toBe(400);
+    }
   });
 
   it('a student cannot open the picker', async () => {

@@ -253,7 +253,11 @@ describe('an instructor sets up an unknown link, and platform storage', () => {
       const key = /name="key" value="([^"]+)"/.exec(toolsHtml)?.[1] ?? '';
       const post = (fields: Array<[string, string]>): Promise<Response> =>
         fetch(`${server.url}/lti/deep-linking`, { method: 'POST', redirect: 'manual', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() });
-      expect(await (await post([['key', key], ['app', tool.app.id]])).text()).toContain('Lab 1');
+      const locationsHtml = await (await post([['key', key], ['app', tool.app.id]])).text();
+      expect(locationsHtml).toContain('Lab 1');
+      // One activity per link: radio buttons; no Cancel, since no LMS dialog waits for an answer (LTI-111, LTI-113).
+      expect(locationsHtml).toContain('<input type="radio" name="extid" value="lab-1"');
+      expect(`${toolsHtml}${locationsHtml}`).not.toContain('name="cancel"');
       const chosen = await post([['key', key], ['app', tool.app.id], ['confirm', '1'], ['extid', 'lab-1']]);
       expect(chosen.status).toBe(303);
       expect(chosen.headers.get('location')).toMatch(new RegExp(`^${server.url}/launch/`));
