@@ -119,7 +119,7 @@ describe('a fresh clone, by the README', () => {
     expect(html).toContain('id="sign-in-first-time"');
     expect(html).toContain('./data/platform-token');
     const me = await fetch(`${url}/dashboard/v1/me`, { headers: { Authorization: `Bearer ${readFileSync(tokenFile, 'utf8').trim()}` } });
-    expect(await me.json()).toEqual({ kind: 'platform' });
+    expect(await me.json()).toMatchObject({ kind: 'platform' });
     const health = await fetch(`${url}/healthz`);
     expect(health.status).toBe(200);
     expect(await stop(service)).toBe(0);
