@@ -13,6 +13,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { handleAgs } from './ags.js';
 import { handleControl } from './controls.js';
+import { homePage } from './home.js';
 import { deepLinkingReturn } from './deep-linking.js';
 import { LmsError, readForm, sendJson, singleValues } from './http.js';
 import { PlatformKeys } from './keys.js';
@@ -79,6 +80,7 @@ export async function createReferenceLms(options: ReferenceLmsOptions): Promise<
 
   async function route(req: IncomingMessage, res: ServerResponse, path: string, query: URLSearchParams): Promise<void> {
     const method = req.method ?? 'GET';
+    if (path === '/' && method === 'GET') return homePage(platform, res);
     if (path === PATHS.openidConfiguration && method === 'GET') return sendJson(res, 200, openidConfiguration(platform));
     if (path === PATHS.jwks && method === 'GET') return sendJson(res, 200, await keys.jwks(), 'application/json', { 'Cache-Control': 'max-age=300' });
     if (path === PATHS.registration && method === 'POST') return registerClient(platform, req, res);

@@ -10,7 +10,7 @@ import type { JWTPayload } from 'jose';
 import { createLineItem, lineItemJson } from './ags.js';
 import { escapeHtml, isObject, LmsError, readForm, sendHtml, sendJson } from './http.js';
 import type { Platform } from './platform.js';
-import { DL_CLAIM, LTI_CLAIM } from './platform.js';
+import { DL_CLAIM, LTI_CLAIM, urlOf } from './platform.js';
 import { registrationOf } from './store.js';
 import { keySetOf, toolKeys } from './token.js';
 import { createResourceLink } from './courses.js';
@@ -112,13 +112,21 @@ export async function deepLinkingReturn(platform: Platform, req: IncomingMessage
     sendJson(res, 200, { course_id: request.course_id, resource_links: made, msg, errormsg });
     return;
   }
-  const list = made.map((m) => `<li data-resource-link="${escapeHtml(String(m['resource_link_id']))}">${escapeHtml(String(m['title']))}</li>`).join('');
+  const list = made
+    .map((m) => `<li data-resource-link="${escapeHtml(String(m['resource_link_id']))}">${escapeHtml(String(m['title']))} (resource link <code>${escapeHtml(String(m['resource_link_id']))}</code>)</li>`)
+    .join('');
+  // What to do with what was placed (issue 29): launch it as a course member, then read the gradebook.
+  const course = escapeHtml(request.course_id);
+  const next =
+    made.length === 0
+      ? '<p id="next">Nothing was placed. Start another Deep Linking launch (<code>POST /controls/deep-links</code>) to try again.</p>'
+      : `<p id="next">Next: launch an item as a member of course <code>${course}</code>: <code>POST ${escapeHtml(urlOf(platform, '/controls/launches'))}</code> with <code>{"resource_link_id": "…", "sub": "…"}</code> and the control token, then open the <code>url</code> it answers. Scores the tool sends land in <code>GET ${escapeHtml(urlOf(platform, `/controls/courses/${request.course_id}/gradebook`))}</code>.</p>`;
   // A response with no item is the teacher's Cancel (Deep Linking 2.0 §4.4): the request is answered, nothing made.
   const heading = made.length === 0 ? 'Nothing added' : 'Content added';
   sendHtml(
     res,
     200,
     heading,
-    `<h1>${heading}</h1>${msg ? `<p>${escapeHtml(msg)}</p>` : ''}${errormsg ? `<p role="alert">${escapeHtml(errormsg)}</p>` : ''}<ul id="created">${list}</ul>`,
+    `<h1>${heading}</h1>${msg ? `<p>${escapeHtml(msg)}</p>` : ''}${errormsg ? `<p role="alert">${escapeHtml(errormsg)}</p>` : ''}<ul id="created">${list}</ul>${next}`,
   );
 }

@@ -64,3 +64,17 @@ process.stdout.write(
 );
 started = lms;
 if (stopRequested) stop();
+process.stdout.write(nextSteps(lms.url));
+
+/** What to do with it (issue 29): the first calls of README's "Reference LMS" section, with this LMS's URL. */
+function nextSteps(url: string): string {
+  return [
+    'Next steps (README.md, "Reference LMS", has each call):',
+    `  1. Register a tool:  POST ${url}/controls/registrations/initiate {"tool_url": "http://127.0.0.1:3000/lti/register"}`,
+    '                       with the control token as "Authorization: Bearer"; open the "url" it answers in a browser.',
+    `  2. A person, a course, an enrolment: POST ${url}/controls/users, POST ${url}/controls/courses, PUT .../enrolments/<sub>.`,
+    `  3. Place content (POST ${url}/controls/deep-links) and launch it (POST ${url}/controls/launches); open each "url".`,
+    `  Open ${url}/ in a browser for this summary.`,
+    '',
+  ].join('\n');
+}

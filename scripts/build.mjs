@@ -6,7 +6,7 @@
 //
 //   node scripts/build.mjs [--out-dir <dir>] [--bundle all|own|none]     (default dist/, all)
 import { execFileSync } from 'node:child_process';
-import { cpSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { cpSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -154,3 +154,7 @@ if (bundle !== 'none') {
     }
   }
 }
+
+// Last, so that a build cut short leaves no stamp: `npm start` (scripts/ensure-built.mjs) compares the
+// sources with this file's time and rebuilds when they are newer or it is missing (decision OPS-40).
+writeFileSync(join(out, '.build-complete'), `${new Date().toISOString()}\n`);

@@ -112,6 +112,9 @@ try {
   copyFileSync(join(root, 'package-lock.json'), join(install, 'package-lock.json'));
   mkdirSync(join(install, 'client'));
   copyFileSync(join(root, 'client', 'package.json'), join(install, 'client', 'package.json'));
+  // What package.json's `files` ships beside dist/: the start script's build check, a no-op here (OPS-40).
+  mkdirSync(join(install, 'scripts'));
+  copyFileSync(join(root, 'scripts', 'ensure-built.mjs'), join(install, 'scripts', 'ensure-built.mjs'));
 
   since = performance.now();
   const args = ['ci', '--omit=dev', '--no-audit', '--no-fund', ...(values.online ? [] : ['--offline'])];

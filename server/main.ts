@@ -6,6 +6,7 @@
 import { startService } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { createLogger } from './http/log.js';
+import { nextSteps } from './next-steps.js';
 import { checkEnvironment, listenProblem } from './startup/preflight.js';
 
 /** A refused start (OPS-30): one line per problem on stderr, exit code 2, nothing written. */
@@ -56,6 +57,7 @@ async function main(): Promise<void> {
     blob_store: config.blobStore,
   });
   process.stdout.write(`Tool Integration Service listening on ${running.url} (public URL ${config.publicUrl})\n`);
+  process.stdout.write(nextSteps(config, running.url));
 
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals): void => {

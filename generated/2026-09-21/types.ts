@@ -2098,6 +2098,12 @@ export interface components {
             detail: string;
             code: string;
             request_id?: string;
+            /**
+             * @description What a person can do about the problem, when the service knows (decision OPS-43): for example how to
+             *     allow a tool URL on this machine for local development. Never part of the contract's message, which
+             *     stays in `detail` unchanged; absent when there is nothing to add.
+             */
+            hint?: string;
             errors?: {
                 /** @description JSON Pointer into the request, for example `/body/score`. */
                 path: string;

@@ -1259,6 +1259,12 @@ export interface components {
             detail: string;
             code: string;
             request_id?: string;
+            /**
+             * @description What a person can do about the problem, when the service knows (decision OPS-43): for example how to
+             *     allow a tool URL on this machine for local development. Never part of the contract's message, which
+             *     stays in `detail` unchanged; absent when there is nothing to add.
+             */
+            hint?: string;
             errors?: {
                 /** @description JSON Pointer into the request, for example `/body/score`. */
                 path: string;
@@ -1509,7 +1515,9 @@ export interface components {
          *     link-local or otherwise reserved address among the host's addresses).
          *     The same rules are checked again every time the service calls the URL. A deployment started for local
          *     development may also accept http:// and https:// URLs whose host is exactly 127.0.0.1, [::1] or localhost;
-         *     nothing else is relaxed, and production deployments accept none of them. `provision_url` and `locations_url`
+         *     nothing else is relaxed, and production deployments accept none of them. While that switch is off, a
+         *     refused URL whose host is one of those three carries a `hint` saying how to turn it on (`x-messages`
+         *     `development_hint`, decision OPS-43); `detail` is the rule's message as above. `provision_url` and `locations_url`
          *     are cleared with `""` or null; `callback_url` cannot be cleared (null or `""` fails the first rule).
          *     A hosted tool has no endpoint URLs: setting one answers 422 `hosted tools have no endpoint URLs`
          *     (decision NS-01).

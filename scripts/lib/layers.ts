@@ -17,7 +17,7 @@ export interface Layer {
 export const LAYERS: readonly Layer[] = [
   { name: 'tools', paths: ['bin/', 'scripts/', 'mocks/', 'examples/', 'vitest.config.ts'] },
   // The start-up checks run before anything is opened or written (OPS-30).
-  { name: 'entry', paths: ['server/main.ts', 'server/app.ts', 'server/startup/'] },
+  { name: 'entry', paths: ['server/main.ts', 'server/app.ts', 'server/startup/', 'server/next-steps.ts'] },
   { name: 'fronts', paths: ['server/contracts/', 'server/dashboard/', 'server/web-dashboard/'] },
   { name: 'sandbox', paths: ['server/sandbox/'] },
   { name: 'lti', paths: ['server/lti/'] },

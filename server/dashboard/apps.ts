@@ -5,8 +5,9 @@
  * written (and the outbound client checks them again on every call).
  */
 import { developmentOnlyFields } from '../outbound/development-urls.js';
+import { schemas } from '../../generated/dashboard/schemas.js';
 import type { components, operations } from '../../generated/dashboard/types.js';
-import type { EndpointRule } from '../../rules/endpoint-url.js';
+import { isDevelopmentOnlyUrl, type EndpointRule } from '../../rules/endpoint-url.js';
 import { recordAction } from '../audit/index.js';
 import { Problem } from '../http/problem.js';
 import type { Handlers } from '../http/registry.js';
@@ -83,7 +84,15 @@ const RULE_CODES: Readonly<Record<EndpointRule, string>> = {
 async function endpointUrl(services: Services, field: EndpointField, value: unknown): Promise<string | null> {
   if ((value === null || value === '') && field !== 'callback_url') return null;
   const check = await services.outbound.check(value, field);
-  if (!check.ok) throw unprocessable(RULE_CODES[check.rule], check.message);
+  if (!check.ok) {
+    const problem = unprocessable(RULE_CODES[check.rule], check.message);
+    // A developer's tool on this machine: say how to allow it, without changing the rule's message (OPS-43).
+    const local = !services.outbound.allowLoopback && typeof value === 'string' && isDevelopmentOnlyUrl(value);
+    if (local && (check.rule === 'absolute_https' || check.rule === 'public_address')) {
+      throw new Problem(problem.status, problem.code, problem.detail, { hint: schemas.AppSettingsPatch['x-messages'].development_hint });
+    }
+    throw problem;
+  }
   return check.url;
 }
 

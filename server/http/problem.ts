@@ -14,6 +14,8 @@ export interface ProblemOptions {
   errors?: readonly ProblemFieldError[];
   headers?: Readonly<Record<string, string>>;
   cause?: unknown;
+  /** What a person can do about it (decision OPS-43); never the contract's message, which is `detail`. */
+  hint?: string;
 }
 
 export interface ProblemBody {
@@ -24,6 +26,7 @@ export interface ProblemBody {
   code: string;
   request_id?: string;
   errors?: ProblemFieldError[];
+  hint?: string;
 }
 
 const CODE_PATTERN = /^[a-z][a-z0-9_]*$/;
@@ -34,6 +37,7 @@ export class Problem extends Error {
   readonly detail: string;
   readonly errors: readonly ProblemFieldError[] | undefined;
   readonly headers: Readonly<Record<string, string>>;
+  readonly hint: string | undefined;
 
   constructor(status: number, code: string, detail: string, options: ProblemOptions = {}) {
     super(detail, options.cause === undefined ? undefined : { cause: options.cause });
@@ -48,6 +52,7 @@ export class Problem extends Error {
     this.detail = detail;
     this.errors = options.errors;
     this.headers = options.headers ?? {};
+    this.hint = options.hint;
   }
 
   toBody(requestId?: string): ProblemBody {
@@ -60,6 +65,7 @@ export class Problem extends Error {
     };
     if (requestId !== undefined) body.request_id = requestId;
     if (this.errors !== undefined && this.errors.length > 0) body.errors = this.errors.map((e) => ({ ...e }));
+    if (this.hint !== undefined) body.hint = this.hint;
     return body;
   }
 }

@@ -5,7 +5,8 @@
  *
  *   app.use(webDashboardRoute());
  *
- * `/dashboard/v1/...` passes through to the API untouched, as does every path outside `/dashboard`.
+ * `/dashboard/v1/...` passes through to the API untouched, as does every path outside `/dashboard` but `/`,
+ * which redirects to the dashboard.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
@@ -90,6 +91,13 @@ export function webDashboardRoute(): RequestHandler {
   const assets = loadAssets();
   return (req: Request, res: Response, next: NextFunction): void => {
     const path = req.path;
+    // The service's root has nothing of its own: a person who opens the printed URL lands on the dashboard
+    // (decision OPS-41). 302, not permanent: the root may answer something else one day.
+    if (path === '/' && (req.method === 'GET' || req.method === 'HEAD')) {
+      res.setHeader('Cache-Control', 'no-store');
+      res.redirect(302, `${WEB_DASHBOARD_PATH}/`);
+      return;
+    }
     if (path !== WEB_DASHBOARD_PATH && !path.startsWith(`${WEB_DASHBOARD_PATH}/`)) {
       next();
       return;

@@ -37,10 +37,6 @@ beforeAll(async () => {
   server = await startServer({ config: { allowLoopbackTools: true, logLevel: 'warn' } });
   // The platform team's token, generated at first start into DATA_DIR (openapi/dashboard, platformToken).
   platformToken = readFileSync(join(server.dataDir, 'platform-token'), 'utf8').trim();
-  const platform = createDashboardClient({ baseUrl: server.url, token: platformToken });
-  const created = await platform.POST('/dashboard/v1/builders', { body: BUILDER });
-  if (created.error) throw new Error(`creating the builder: ${created.error.detail}`);
-  builderToken = created.data.token;
   browser = await launchChromium();
   context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   guard = new BrowserGuard(context);
@@ -95,13 +91,23 @@ describe('web dashboard, end to end with the example quiz tool', () => {
       await page.getByRole('button', { name: 'Sign in' }).click();
       await shows(page.locator('#sign-in-error'), 'Invalid bearer token');
     });
-    await signIn(page, builderToken, builderName);
-    expect(await page.evaluate(() => sessionStorage.getItem('tis.dashboard.token'))).toBe(builderToken);
+    // A fresh install: the sign-in page says where the platform team's token is (issue 29).
+    await shows(page.locator('#sign-in-first-time'), /platform-token.*DATA_DIR/);
+    await signIn(page, platformToken, 'Platform team');
+    // The first builder, created and signed in as in one step (OPS-42): the registration form opens.
+    await page.getByRole('link', { name: 'Builders' }).click();
+    await page.locator('#builder-form input[name=name]').fill(BUILDER.name);
+    await page.locator('#builder-form input[name=email]').fill(BUILDER.email);
+    await page.getByRole('button', { name: 'Create and sign in as this builder' }).click();
+    await shows(page.locator('#identity-name'), builderName);
+    await page.locator('#register-form').waitFor({ state: 'visible' });
+    expect(await page.locator('#builder-secret').isHidden()).toBe(true);
+    builderToken = (await page.evaluate(() => sessionStorage.getItem('tis.dashboard.token'))) ?? '';
+    expect(builderToken).toMatch(/^tisb_/);
     expect(await page.evaluate(() => localStorage.length)).toBe(0);
     await screenshot(page, 'signed-in-as-builder');
 
     // Register a self-hosted tool: the API key is shown once.
-    await page.getByRole('button', { name: 'Register a tool' }).click();
     await page.locator('#register-form input[name=name]').fill('Statistics Quiz');
     await page.locator('#register-form textarea[name=description]').fill('Quizzes for the statistics course.');
     await page.locator('#register-form').getByRole('button', { name: 'Register' }).click();

@@ -68,6 +68,13 @@ describe('reference LMS and the service in Chromium', () => {
     await shows(tab.locator('h1'), 'Content added');
     const linkId = await tab.locator('#created li').getAttribute('data-resource-link');
     expect(linkId).toBeTruthy();
+    // The page says what to do next with what was placed (issue 29).
+    await shows(tab.locator('#next'), /^Next: launch an item .*\/controls\/launches/);
+    expect(await tab.locator('#next').textContent()).toContain(`/controls/courses/${course.id}/gradebook`);
+    // The LMS's own root says what it is, rather than 404.
+    await tab.goto(`${server.services.sandboxLms.issuer()}/`);
+    await shows(tab.locator('h1'), 'Reference LMS');
+    expect(await tab.locator('body').textContent()).toContain('/.well-known/openid-configuration');
 
     await tab.goto((await lms.launch(linkId ?? '', sam.sub)).url);
     await shows(tab.locator('#launched'), 'Quiz tool launched');

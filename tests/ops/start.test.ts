@@ -21,6 +21,9 @@ beforeAll(() => {
   install = mkdtempSync(join(tmpdir(), 'tis-install-'));
   execFileSync(process.execPath, ['scripts/build.mjs', '--out-dir', join(install, 'dist')], { cwd: REPO_ROOT, stdio: 'pipe' });
   copyFileSync(join(REPO_ROOT, 'package.json'), join(install, 'package.json'));
+  // What package.json's `files` ships beside dist/: the start script's build check (OPS-40).
+  mkdirSync(join(install, 'scripts'));
+  copyFileSync(join(REPO_ROOT, 'scripts', 'ensure-built.mjs'), join(install, 'scripts', 'ensure-built.mjs'));
   symlinkSync(join(REPO_ROOT, 'node_modules'), join(install, 'node_modules'));
 }, 300_000);
 afterAll(() => {
@@ -60,9 +63,11 @@ function childrenOf(pid: number): number[] {
 
 describe('npm start', () => {
   it('runs only runtime dependencies: every package the built code imports is in "dependencies"', () => {
-    const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; scripts: Record<string, string> };
-    // node's own options only (the heap's young generation, PERF-122), then the built entry.
-    expect(pkg.scripts['start']).toMatch(/^exec node(?: --[a-z-]+=\S+)* dist\/server\/main\.js$/);
+    const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; scripts: Record<string, string>; files: string[] };
+    // The build check (a no-op on an install without sources, OPS-40), then node's own options only (the
+    // heap's young generation, PERF-122) and the built entry.
+    expect(pkg.scripts['start']).toMatch(/^node scripts\/ensure-built\.mjs && exec node(?: --[a-z-]+=\S+)* dist\/server\/main\.js$/);
+    expect(pkg.files).toContain('scripts/ensure-built.mjs');
     const builtins = new Set(builtinModules);
     const imported = new Set<string>();
     for (const file of jsFiles(join(install, 'dist'))) {
@@ -113,7 +118,7 @@ describe('npm start', () => {
       const node = nodes[0] ?? -1;
       const cmdline = readFileSync(`/proc/${node}/cmdline`, 'utf8').split('\0').filter(Boolean);
       const start = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts['start'] ?? '';
-      expect(cmdline.slice(1)).toEqual(start.split(' ').slice(2));
+      expect(cmdline.slice(1)).toEqual(start.split(' && exec ')[1]?.split(' ').slice(1));
       expect((await fetch(`${url}/healthz`)).status).toBe(200);
       expect((await fetch(`${url}/dashboard/`)).status).toBe(200);
 

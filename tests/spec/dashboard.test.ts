@@ -319,4 +319,19 @@ describe('error bodies', () => {
     }
     expect(checked).toBeGreaterThan(80);
   });
+
+  it('one rule for a body that is not JSON: 400 `malformed_json` on every operation that takes a body (S-50)', () => {
+    const info = String(obj(doc.info, 'info').description).replace(/\s+/g, ' ');
+    expect(info).toContain('a request body that is not JSON answers 400 `malformed_json`');
+    let checked = 0;
+    for (const { id, op } of operations()) {
+      if (op.requestBody === undefined) continue;
+      const types = Object.keys(obj(obj(deref(op.requestBody), `${id} requestBody`).content, `${id} content`));
+      if (!types.some((type) => type.includes('json'))) continue;
+      const refused = obj(deref(obj(op.responses, 'responses')['400']), `${id} 400`);
+      expect({ id, description: refused.description }).toEqual({ id, description: 'The body is not valid JSON.\n' });
+      checked++;
+    }
+    expect(checked).toBeGreaterThan(20);
+  });
 });

@@ -5,12 +5,14 @@ import { getToken } from './session.js';
 /** @typedef {import('../../../generated/dashboard/types.ts').components['schemas']} Schemas */
 
 export class ApiError extends Error {
-  constructor(status, detail, code) {
+  constructor(status, detail, code, hint) {
     super(detail);
     this.name = 'ApiError';
     this.status = status;
     this.detail = detail;
     this.code = code;
+    /** What the person can do about it, when the service says (decision OPS-43). */
+    this.hint = hint;
   }
 }
 
@@ -46,14 +48,15 @@ export async function api(method, path, { body, query } = {}) {
   }
   if (!response.ok) {
     const detail = typeof parsed?.detail === 'string' ? parsed.detail : `The service answered HTTP ${response.status}.`;
-    throw new ApiError(response.status, detail, typeof parsed?.code === 'string' ? parsed.code : 'unexpected_response');
+    const hint = typeof parsed?.hint === 'string' ? parsed.hint : undefined;
+    throw new ApiError(response.status, detail, typeof parsed?.code === 'string' ? parsed.code : 'unexpected_response', hint);
   }
   return parsed;
 }
 
 /** The message to show for anything a handler caught. */
 export function detailOf(err) {
-  if (err instanceof ApiError) return err.detail;
+  if (err instanceof ApiError) return err.hint === undefined ? err.detail : `${err.detail}. Hint: ${err.hint}.`;
   return err instanceof Error ? err.message : String(err);
 }
 

@@ -157,6 +157,23 @@ function showSignIn(message) {
   byId('sign-in-token').focus();
 }
 
+/** Signs this tab in with another credential, and opens the registration of a first tool. */
+async function signInAs(token) {
+  const previous = getToken();
+  setToken(token);
+  try {
+    ctx.identity = await api('GET', '/me');
+  } catch (err) {
+    if (previous === null) clearToken();
+    else setToken(previous);
+    throw err;
+  }
+  forgetPeopleSecrets();
+  ctx.appId = null;
+  if (window.location.hash !== '#/register') window.history.replaceState(null, '', '#/register');
+  await signedIn();
+}
+
 async function start() {
   fillContractVersions();
   wireRegistration(ctx);
@@ -164,7 +181,7 @@ async function start() {
   wireSettings(ctx);
   wireSandbox(ctx);
   wireGrades(ctx);
-  wirePeople();
+  wirePeople(signInAs);
   wireAudit();
   wireLms();
 

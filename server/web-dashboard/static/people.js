@@ -62,10 +62,12 @@ function wirePersonForm(form, error, create) {
     event.preventDefault();
     const data = new FormData(form);
     const body = { name: String(data.get('name') ?? ''), email: String(data.get('email') ?? '').trim() };
-    void busy(form.querySelector('button[type=submit]'), async () => {
+    // The button pressed says what happens next (the builder form has two).
+    const submitter = event.submitter instanceof HTMLButtonElement ? event.submitter : form.querySelector('button[type=submit]');
+    void busy(submitter, async () => {
       say(error, null);
       try {
-        await create(body);
+        await create(body, submitter.value);
         form.reset();
       } catch (err) {
         say(error, detailOf(err));
@@ -74,9 +76,18 @@ function wirePersonForm(form, error, create) {
   });
 }
 
-export function wirePeople() {
-  wirePersonForm(byId('builder-form'), byId('builders-error'), async (body) => {
+/**
+ * `signInAs(token)` replaces this tab's credential: "Create and sign in as this builder" takes the platform
+ * team from a fresh install to registering its first tool in one step (decision OPS-42). The builder's
+ * token is then held by this tab's session alone, as any token signed in with; it is not shown.
+ */
+export function wirePeople(signInAs) {
+  wirePersonForm(byId('builder-form'), byId('builders-error'), async (body, then) => {
     const created = await api('POST', '/builders', { body });
+    if (then === 'sign-in') {
+      await signInAs(created.token);
+      return;
+    }
     byId('builder-secret-name').textContent = `${created.builder.name} <${created.builder.email}>`;
     revealOnce('builder-secret', created.token);
     await loadBuilders();

@@ -7,6 +7,7 @@
  * pass the same rules and are kept (decision S-41).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { schemas } from '../../../generated/dashboard/schemas.ts';
 import type { TestServer } from '../harness.js';
 import { startServer } from '../harness.js';
 import type { Builder } from './helpers.js';
@@ -19,6 +20,7 @@ const ANSWERS: Readonly<Record<string, readonly string[] | 'ENOTFOUND' | 'EAI_AG
   'tool.empty.example': [],
   'tool.mixed.example': ['93.184.216.34', '10.1.2.3'],
   'tool.public.example': ['93.184.216.34', '2606:2800:220:1:248:1893:25c8:1946'],
+  localhost: ['127.0.0.1'],
 };
 const asked: string[] = [];
 
@@ -80,6 +82,22 @@ describe('settings: endpoint URLs whose host is a name', () => {
     expectProblem(refused, 422, 'url_not_https', `${field} must be an absolute https:// URL`);
     const read = await builder.call<Record<string, unknown>>('GET', `/apps/${appId}`);
     expect(read.body[field]).toBeNull();
+  });
+
+  it.each([
+    ['callback_url', 'http://127.0.0.1:8080/launch', 'url_not_https', 'callback_url must be an absolute https:// URL'],
+    ['provision_url', 'https://127.0.0.1/provision', 'url_not_public', 'provision_url must resolve only to publicly routable addresses (127.0.0.1 is loopback)'],
+    ['locations_url', 'http://localhost:8080/locations', 'url_not_https', 'locations_url must be an absolute https:// URL'],
+  ])('%s %s with the development switch off: the rule\'s message, and a hint naming the switch (OPS-43)', async (field, url, code, detail) => {
+    const { appId } = await register(builder);
+    const refused = await builder.call('PATCH', `/apps/${appId}`, { [field]: url });
+    expectProblem(refused, 422, code, detail);
+    expect(refused.body['hint']).toBe(schemas.AppSettingsPatch['x-messages'].development_hint);
+    expect(refused.body['hint']).toContain('ALLOW_LOOPBACK_TOOLS=1');
+    // Any other host gets the rule alone: the switch would not help it.
+    const other = await builder.call('PATCH', `/apps/${appId}`, { [field]: 'http://tool.public.example/x' });
+    expectProblem(other, 422, 'url_not_https', `${field} must be an absolute https:// URL`);
+    expect(other.body).not.toHaveProperty('hint');
   });
 
   it('a tool pinned to 2026-08-19: the same rules, and the URLs kept (S-41)', async () => {
