@@ -1619,6 +1619,17 @@ export interface components {
          */
         GradeAttemptList: {
             attempts: components["schemas"]["GradeAttempt"][];
+            /**
+             * @description The gradebook column's points each attempt on this page was published against (or, for a failed one,
+             *     would have been), by attempt ID: `max_score` when sent, else the points the service last set on the
+             *     column with a `max_score`, else the location's points. `score` × points is the score as the gradebook
+             *     shows it. The contract's attempt record gives tools only the `max_score` they sent, so the dashboard's
+             *     points stand beside the records rather than in them (decision OPS-50). An attempt recorded before the
+             *     service kept its points has none here.
+             */
+            points: {
+                [key: string]: number;
+            };
             /** @description Pass as `cursor` for the next page; null on the last page. */
             next_cursor: string | null;
         };

@@ -319,6 +319,7 @@ export const appHandlers: Pick<Handlers<operations>, AppOperationId> = {
       status: 200,
       body: {
         attempts: result.items.map(attemptJson) as components['schemas']['GradeAttemptList']['attempts'],
+        points: Object.fromEntries(result.items.flatMap((a) => (a.points === null ? [] : [[a.id, a.points]]))),
         next_cursor: result.nextCursor === null ? null : makeCursor(listKey, result.nextCursor, now),
       },
     };

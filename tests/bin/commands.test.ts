@@ -149,9 +149,18 @@ describe('tis commands', () => {
     expect(claims['aud']).toBeDefined();
     expect((await tis(['sandbox', 'placements', appId], builderToken)).out).toContain(placement.id);
     expect((await tis(['sandbox', 'show', appId], builderToken)).out).toContain('trial course: ctx_');
-    expect((await tis(['sandbox', 'grades', appId], builderToken)).code).toBe(0);
+    expect((await tis(['grades', appId], builderToken)).out).toBe('(none)');
+    // A score from the launch's own token: both grade commands show it as points and a percentage (issue 29).
+    const launch = claims as { api: { token: string }; grade: { submit: string } };
+    const scored = await fetch(launch.grade.submit, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${launch.api.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ score: 1 / 3 }),
+    });
+    expect(scored.status).toBe(200);
+    expect((await tis(['sandbox', 'grades', appId], builderToken)).out).toContain('student_2  3.33 / 10 (33%)');
     const grades = await tis(['grades', appId], builderToken);
-    expect(grades.out).toBe('(none)');
+    expect(grades.out.split('\n')[1]).toContain('success  3.33 / 10 (33%)');
 
     // Key rotation, team, activation by the platform team.
     const rotated = await tis(['rotate-key', appId], builderToken);
