@@ -20,6 +20,7 @@ import { createRepositories, InvalidCursorError, isoFromMs, NoApiKeyError, Uniqu
 import { logoUrl, unprocessable } from './bodies.js';
 import { appGuard, dashboardGuard } from './guard.js';
 import { invalidCursor, makeCursor, pageOf, queryString, readListQuery } from './lists.js';
+import { emailTaken } from './operators.js';
 
 type AppJson = components['schemas']['App'];
 type BuilderJson = components['schemas']['Builder'];
@@ -127,13 +128,13 @@ export const appHandlers: Pick<Handlers<operations>, AppOperationId> = {
   createBuilder: withGuard(dashboardGuard<operations['createBuilder']>('platform'), async (ctx) => {
     const name = ctx.body.name;
     const email = ctx.body.email.toLowerCase();
-    const taken = (): Problem => new Problem(409, 'builder_email_taken', `a builder with the email ${email} already exists`);
-    if (await ctx.services.store.builders.findByEmail(email)) throw taken();
+    const taken = (): Promise<Problem> => emailTaken(ctx.services.store, email);
+    if (await ctx.services.store.builders.findByEmail(email)) throw await taken();
     let created;
     try {
       created = await ctx.services.store.builders.create({ name, email });
     } catch (err) {
-      if (err instanceof UniqueViolationError) throw taken();
+      if (err instanceof UniqueViolationError) throw await taken();
       throw err;
     }
     await recordAction(ctx.services.store, ctx.guarded.principal, { action: 'builder.create', target: created.builder.id, detail: { name } });

@@ -172,8 +172,8 @@ describe('tis commands', () => {
 
     // Named operators and the audit log.
     const operator = await tis(['operators', 'create', '--name', 'Kofi Mensah', '--email', 'kofi@northwind.example'], bootstrap);
-    const operatorToken = /token: (tisb_\S+)/.exec(operator.out)?.[1] ?? '';
-    const operatorId = /created (bld_\w+)/.exec(operator.out)?.[1] ?? '';
+    const operatorToken = /token: (tiso_\S+)/.exec(operator.out)?.[1] ?? '';
+    const operatorId = /created (opr_\w+)/.exec(operator.out)?.[1] ?? '';
     expect((await tis(['suspend', appId], operatorToken)).out).toBe(`${appId} is suspended`);
     const audit = await tis(['audit', '--app', appId], operatorToken);
     const lines = audit.out.split('\n');

@@ -127,7 +127,7 @@ for (const width of WIDTHS) {
       await page.getByRole('button', { name: 'Create operator' }).click();
       await page.locator('#operator-secret').waitFor({ state: 'visible' });
       const operatorToken = await page.locator('#operator-secret-value').inputValue();
-      expect(operatorToken).toMatch(/^tisb_/);
+      expect(operatorToken).toMatch(/^tiso_/);
       await looksRight(page, 'operators');
       await signOut(page);
 
