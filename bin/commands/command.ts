@@ -10,6 +10,8 @@ export type Schemas = DashboardComponents['schemas'];
 export interface Io {
   out(line: string): void;
   err(line: string): void;
+  /** The terminal's columns, when writing to one: help is wrapped to it (at most 100). */
+  width?: number;
 }
 
 export interface OptionSpec {
