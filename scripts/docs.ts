@@ -73,6 +73,7 @@ const STYLE = `
   .current-contract { border: 1px solid #b9e0c4; background: #f3fbf5; border-radius: 8px; padding: .75rem 1rem; }
   .muted { color: var(--muted); }
   nav.crumbs { font-size: .9rem; margin-bottom: 1rem; }
+  .nowrap { white-space: nowrap; }
 `;
 
 function page(title: string, body: string): string {
@@ -204,7 +205,8 @@ function table(head: string[], rows: string[]): string {
 function renderChangelog(olderApi: ApiEntry, newerApi: ApiEntry, diff: ContractDiff): string {
   const parts: string[] = [
     `<nav class="crumbs"><a href="index.html">All APIs</a> · <a href="${esc(referenceFile(olderApi))}">${esc(olderApi.name)}</a> · <a href="${esc(referenceFile(newerApi))}">${esc(newerApi.name)}</a></nav>`,
-    `<h1>Changes from ${esc(olderApi.name)} to ${esc(newerApi.name)}</h1>`,
+    // A version is a date: kept on one line, so a narrow screen breaks the title between words only.
+    `<h1>Changes from <span class="nowrap">${esc(olderApi.name)}</span> to <span class="nowrap">${esc(newerApi.name)}</span></h1>`,
     '<p class="lead">Computed from the bundled specs by <code>scripts/changelog.ts</code>. A rename is what the newer spec declares with <code>x-replaces</code>.</p>',
   ];
   const section = (id: string, title: string, content: string): void => {
