@@ -8,12 +8,15 @@
  *   node --import tsx bin/tis.ts --help      (or `npm run tis -- --help` in this checkout; `tis` once the package is installed)
  */
 import { readFileSync, realpathSync } from 'node:fs';
+import { basename, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createDashboardClient } from '../client/index.js';
 import type { Command, Io, OptionSpec } from './commands/command.js';
 import { ApiRefusal, UsageError } from './commands/command.js';
 import * as modules from './commands/index.js';
+import { columns, layoutWidth, wrap } from './layout.js';
+import { closest } from './suggest.js';
 
 export type { Io } from './commands/command.js';
 
@@ -80,37 +83,99 @@ const TOKENS = {
   store: "no token: works on the service's store, with its environment",
 } as const;
 
-function globalOptionLines(): string[] {
-  return Object.entries(GLOBAL_OPTIONS).map(([name, spec]) => `  ${`${spec.short ? `-${spec.short}, ` : ''}${optionText(name, spec)}`.padEnd(24)}${spec.description}`);
+function optionRows(options: ReadonlyArray<[string, OptionSpec & { short?: string }]>): Array<[string, string]> {
+  return options.map(([name, spec]) => [`${spec.short ? `-${spec.short}, ` : ''}${optionText(name, spec)}`, spec.description]);
 }
 
-export function usage(): string {
+function globalOptionLines(width: number): string[] {
+  return columns(optionRows(Object.entries(GLOBAL_OPTIONS)), width);
+}
+
+/** A synopsis or sentence too long for one line, continued under itself. */
+function wrapped(prefix: string, text: string, width: number, indent = prefix.length): string[] {
+  return wrap(text, width, indent, prefix.length).map((l, i) => (i === 0 ? `${prefix}${l}` : l));
+}
+
+export function usage(width = layoutWidth(undefined)): string {
   const lines = ['Usage: tis <command> [options]', '', "Operator commands for the Tool Integration Service's dashboard API.", '', 'Commands:'];
   for (const command of COMMANDS) {
-    lines.push(`  ${synopsis(command)}`, `      ${command.summary} (${TOKENS[command.token]})`);
+    lines.push(...wrapped('  ', synopsis(command), width, 6), ...wrapped('      ', `${command.summary} (${TOKENS[command.token]})`, width));
     for (const alias of command.aliases ?? []) lines.push(`  ${alias} ...`, `      The same as "${command.name}".`);
   }
   const onStore = COMMANDS.filter((c) => c.token === 'store').map((c) => c.name);
-  lines.push('', `Options of every command${onStore.length > 0 ? ` (${onStore.join(', ')}: --help only)` : ''}:`, ...globalOptionLines(), '');
+  lines.push('', ...wrapped('', `Options of every command${onStore.length > 0 ? ` (${onStore.join(', ')}: --help only)` : ''}:`, width), ...globalOptionLines(width), '');
   lines.push('"tis <command> --help" shows one command\'s options in full.');
   lines.push('A refused call prints the service\'s message and exits 1; a wrong command line exits 2.');
   return `${lines.join('\n')}\n`;
 }
 
-export function commandUsage(command: Command): string {
-  const lines = [`Usage: tis ${synopsis(command)}`, '', `${command.summary}`, `Takes ${TOKENS[command.token]}.`];
+/** One command's help; `withGlobal: false` leaves the options of every command to the caller (group help). */
+export function commandUsage(command: Command, width = layoutWidth(undefined), withGlobal = true): string {
+  const lines = [...wrapped('Usage: tis ', synopsis(command), width, 4), '', ...wrap(command.summary, width), `Takes ${TOKENS[command.token]}.`];
   const options = Object.entries(command.options ?? {});
-  if (options.length > 0) {
-    lines.push('', 'Options:');
-    for (const [name, spec] of options) lines.push(`  ${optionText(name, spec).padEnd(32)}${spec.description}`);
-  }
+  if (options.length > 0) lines.push('', 'Options:', ...columns(optionRows(options), width));
   if (command.token === 'store') {
     lines.push('', 'Environment (the service\'s own settings):', ...command.environment.map((e) => `  ${e}`));
-    lines.push('', `  ${'-h, --help'.padEnd(32)}${GLOBAL_OPTIONS['help']?.description ?? ''}`);
+    lines.push('', ...columns(optionRows([['help', GLOBAL_OPTIONS['help']!]]), width));
     return `${lines.join('\n')}\n`;
   }
-  lines.push('', 'Options of every command:', ...globalOptionLines());
+  if (withGlobal) lines.push('', 'Options of every command:', ...globalOptionLines(width));
   return `${lines.join('\n')}\n`;
+}
+
+/** `tis tools --help`: every command of the group, then the options they all take, once. */
+export function groupUsage(members: readonly Command[], width = layoutWidth(undefined)): string {
+  const parts = members.map((c) => commandUsage(c, width, false));
+  if (members.some((c) => c.token !== 'store')) {
+    const onStore = members.filter((c) => c.token === 'store').map((c) => c.name);
+    parts.push(`${[`Options of every command${onStore.length > 0 ? ` but ${onStore.join(', ')}` : ''}:`, ...globalOptionLines(width)].join('\n')}\n`);
+  }
+  return parts.join('\n');
+}
+
+/**
+ * How this process was started, as its user would type it again, so an error names a command that runs:
+ * `npm run -s tis --` in a checkout, `npx tis` through npx, `tis` once installed, else the node command line.
+ */
+export function invokedAs(env: NodeJS.ProcessEnv, script: string | undefined, execArgv: readonly string[], cwd: string): string {
+  if (env['npm_lifecycle_event'] === 'tis') return 'npm run -s tis --';
+  if (script === undefined) return 'tis';
+  if (basename(script) === 'tis') return env['npm_command'] === 'exec' ? 'npx tis' : 'tis';
+  if (!/[\\/]tis\.[jt]s$/.test(script)) return 'tis';
+  const path = relative(cwd, script);
+  return ['node', ...execArgv, path.startsWith('..') ? script : path].join(' ');
+}
+
+/** The options a command line may carry, by what can be told of its command so far. */
+function knownOptions(command: Command | null): string[] {
+  if (command === null) return Object.keys(allOptions());
+  return [...Object.keys(command.options ?? {}), ...(command.token === 'store' ? ['help'] : Object.keys(GLOBAL_OPTIONS))];
+}
+
+/** `--frob` is not an option here: say so, with the closest one it may have meant. */
+function unknownOption(option: string, command: Command | null): UsageError {
+  const written = option.replace(/=.*$/, '');
+  const suggestion = closest(written.replace(/^-+/, ''), knownOptions(command));
+  const refusal = command === null ? `unknown option ${written}` : `${command.name} does not take ${written}`;
+  return new UsageError(suggestion === null ? refusal : `${refusal}; did you mean --${suggestion}?`);
+}
+
+/** parseArgs' own wording (quotes unbalanced, advice about '--') in the CLI's words. */
+function parseFailure(err: unknown, argv: readonly string[]): UsageError {
+  const { code, message } = err as { code?: string; message: string };
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    const option = /^Unknown option '([^']+)'/.exec(message)?.[1] ?? '';
+    return unknownOption(option, findCommand(argv.filter((a) => !a.startsWith('-')))?.command ?? null);
+  }
+  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
+    const option = /'(?:-\w, )?(--[\w-]+)/.exec(message)?.[1];
+    if (option !== undefined) {
+      const spec = GLOBAL_OPTIONS[option.slice(2)] ?? COMMANDS.map((c) => c.options?.[option.slice(2)]).find((o) => o !== undefined);
+      if (/does not take an argument/.test(message)) return new UsageError(`${option} takes no value`);
+      return new UsageError(`${option} needs a value${spec?.value ? ` (${option} ${spec.value})` : ''}`);
+    }
+  }
+  return new UsageError(message.split('\n')[0] ?? message);
 }
 
 function connection(values: Record<string, unknown>, env: NodeJS.ProcessEnv): { url: string; token: string } {
@@ -137,13 +202,21 @@ function connection(values: Record<string, unknown>, env: NodeJS.ProcessEnv): { 
 }
 
 /** Runs one command line; answers the exit status. */
-export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, io: Io): Promise<number> {
+/**
+ * Runs one command line; answers the exit status. `program` is how the user started `tis` (`invokedAs`),
+ * named in the hint after a wrong command line.
+ */
+export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, io: Io, program = 'tis'): Promise<number> {
+  const width = layoutWidth(io.width);
+  // The command once known, so a wrong command line points at that command's help.
+  let current: Command | null = null;
   try {
     let parsed;
     try {
       parsed = parseArgs({ args: [...argv], options: allOptions(), allowPositionals: true, strict: true });
     } catch (err) {
-      throw new UsageError((err as Error).message);
+      current = findCommand(argv.filter((a) => !a.startsWith('-')))?.command ?? null;
+      throw parseFailure(err, argv);
     }
     const parsedValues = parsed.values as Record<string, string | boolean | string[] | undefined>;
     const values: Record<string, string | boolean | undefined> = {};
@@ -158,16 +231,16 @@ export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, io: I
     if (!found) {
       if (positionals.length === 0) {
         if (wantsHelp) {
-          io.out(usage());
+          io.out(usage(width));
           return 0;
         }
-        io.err(usage());
+        io.err(usage(width));
         return EXIT_USAGE;
       }
       const members = COMMANDS.filter((c) => c.name.startsWith(`${positionals[0]} `));
       // `tis lms --help`, `tis files --help`: the help of every command of the group, options in full.
       if (wantsHelp && members.length > 0 && positionals.length === 1) {
-        io.out(members.map(commandUsage).join('\n'));
+        io.out(groupUsage(members, width));
         return 0;
       }
       const group = members.map((c) => `"${c.name}"`);
@@ -178,14 +251,15 @@ export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, io: I
       );
     }
     const { command } = found;
+    current = command;
     if (wantsHelp) {
-      io.out(commandUsage(command));
+      io.out(commandUsage(command, width));
       return 0;
     }
     const allowed = Object.keys(command.options ?? {});
     for (const name of [...Object.keys(values), ...Object.keys(lists)]) {
       if (name in GLOBAL_OPTIONS && command.token !== 'store') continue;
-      if (!allowed.includes(name)) throw new UsageError(`${command.name} does not take --${name}`);
+      if (!allowed.includes(name)) throw unknownOption(`--${name}`, command);
     }
     const expected = command.args ?? [];
     const given = positionals.slice(found.words);
@@ -213,7 +287,8 @@ export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, io: I
       return EXIT_API;
     }
     if (err instanceof UsageError) {
-      io.err(`error: ${err.message}\nRun "tis --help" for the commands.`);
+      const help = current === null ? `${program} --help" for the commands.` : `${program} ${current.name} --help" for its options.`;
+      io.err(`error: ${err.message}\nRun "${help}`);
       return EXIT_USAGE;
     }
     throw err;
@@ -222,8 +297,12 @@ export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, io: I
 
 /** The process entry: `node --import tsx bin/tis.ts ...` (`npm run tis -- ...`), or the compiled `dist/bin/tis.js` (the package's `tis`). */
 export async function main(): Promise<void> {
-  const io: Io = { out: (line) => process.stdout.write(`${line}\n`), err: (line) => process.stderr.write(`${line}\n`) };
-  process.exitCode = await run(process.argv.slice(2), process.env, io);
+  const io: Io = {
+    out: (line) => process.stdout.write(`${line}\n`),
+    err: (line) => process.stderr.write(`${line}\n`),
+    ...(process.stdout.isTTY ? { width: process.stdout.columns } : {}),
+  };
+  process.exitCode = await run(process.argv.slice(2), process.env, io, invokedAs(process.env, process.argv[1], process.execArgv, process.cwd()));
 }
 
 if (process.argv[1] !== undefined && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) await main();

@@ -73,6 +73,7 @@ const STYLE = `
   .current-contract { border: 1px solid #b9e0c4; background: #f3fbf5; border-radius: 8px; padding: .75rem 1rem; }
   .muted { color: var(--muted); }
   nav.crumbs { font-size: .9rem; margin-bottom: 1rem; }
+  .nowrap { white-space: nowrap; }
 `;
 
 function page(title: string, body: string): string {
@@ -204,7 +205,8 @@ function table(head: string[], rows: string[]): string {
 function renderChangelog(olderApi: ApiEntry, newerApi: ApiEntry, diff: ContractDiff): string {
   const parts: string[] = [
     `<nav class="crumbs"><a href="index.html">All APIs</a> · <a href="${esc(referenceFile(olderApi))}">${esc(olderApi.name)}</a> · <a href="${esc(referenceFile(newerApi))}">${esc(newerApi.name)}</a></nav>`,
-    `<h1>Changes from ${esc(olderApi.name)} to ${esc(newerApi.name)}</h1>`,
+    // A version is a date: kept on one line, so a narrow screen breaks the title between words only.
+    `<h1>Changes from <span class="nowrap">${esc(olderApi.name)}</span> to <span class="nowrap">${esc(newerApi.name)}</span></h1>`,
     '<p class="lead">Computed from the bundled specs by <code>scripts/changelog.ts</code>. A rename is what the newer spec declares with <code>x-replaces</code>.</p>',
   ];
   const section = (id: string, title: string, content: string): void => {
@@ -248,7 +250,24 @@ async function buildReference(root: string, api: ApiEntry, bundleFile: string, o
   if (result.code !== 0) {
     throw new Error(`redocly build-docs failed for ${api.name}:\n${withoutBanner(`${result.stdout}\n${result.stderr}`)}`);
   }
-  await writeFile(outFile, offline(await readFile(outFile, 'utf8'), api));
+  await writeFile(outFile, withSiteNav(offline(await readFile(outFile, 'utf8'), api)));
+}
+
+/**
+ * What a Redoc page gets from the rest of the site (KIT-51): a link back to the index above Redoc's own
+ * layout, and a title that wraps at word boundaries in a size a 420 px screen holds on a few lines.
+ */
+const REDOC_EXTRA_STYLE = `
+  .site-nav { font: 14px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; padding: 8px 20px; border-bottom: 1px solid #d9dee7; }
+  .site-nav a { color: #1f5fbf; }
+  [data-component-name="Typography/H1"] { overflow-wrap: normal; hyphens: manual; }
+  @media (max-width: 600px) { [data-component-name="Typography/H1"] { font-size: 1.6rem; line-height: 1.25; } }
+`;
+
+export function withSiteNav(html: string): string {
+  const nav = '<nav class="site-nav" aria-label="Site"><a href="index.html">All APIs</a></nav>';
+  if (!/<body[^>]*>/.test(html)) throw new Error('a Redoc page without <body>: see withSiteNav() in scripts/docs.ts');
+  return html.replace('</head>', `<style>${REDOC_EXTRA_STYLE}</style>\n</head>`).replace(/<body[^>]*>/, (body) => `${body}\n${nav}`);
 }
 
 /** A small local stand-in for the Redocly logo that Redoc's footer would fetch from cdn.redoc.ly. */
@@ -273,13 +292,21 @@ export function offline(html: string, api: Pick<ApiEntry, 'name'>): string {
 
 /**
  * The bundle as Redoc is given it. Redoc shows a server's description as plain text, so its Markdown code
- * spans would show their backticks: they are dropped to their text. The published JSON keeps the spec as is.
+ * spans would show their backticks: they are dropped to their text. Redoc titles the page "title (version)":
+ * a contract's version is its date, written with non-breaking hyphens so a narrow screen never splits it;
+ * another API's version (the dashboard's `1`) says nothing to a reader and is left out (decision KIT-51).
+ * The published JSON keeps the spec as is.
  */
-export function forRedoc(doc: JsonObject): JsonObject {
-  const servers = doc['servers'];
-  if (!Array.isArray(servers)) return doc;
+export function forRedoc(doc: JsonObject, api: Pick<ApiEntry, 'contract'>): JsonObject {
+  const info = doc['info'];
+  const titled: JsonObject =
+    info !== null && typeof info === 'object' && !Array.isArray(info) && typeof info['version'] === 'string'
+      ? { ...doc, info: { ...info, version: api.contract ? info['version'].replace(/-/g, '\u2011') : '' } }
+      : doc;
+  const servers = titled['servers'];
+  if (!Array.isArray(servers)) return titled;
   return {
-    ...doc,
+    ...titled,
     servers: servers.map((server) => {
       if (server === null || typeof server !== 'object' || Array.isArray(server) || typeof server['description'] !== 'string') return server;
       return { ...server, description: server['description'].replace(/`([^`]*)`/g, '$1') };
@@ -313,7 +340,7 @@ export async function buildSite(options: { root?: string; outDir?: string } = {}
         const doc = bundles.get(api.name) ?? {};
         const json = serializeJson(doc);
         const bundleFile = path.join(work, `${api.name}.json`);
-        await writeFile(bundleFile, serializeJson(forRedoc(doc)));
+        await writeFile(bundleFile, serializeJson(forRedoc(doc, api)));
         await writeFile(path.join(outDir, `${api.name}.openapi.json`), json);
         const status = api.role === 'implementation' ? 'implementation-specific' : api.role;
         const base = apiTitle(api, doc);

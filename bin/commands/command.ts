@@ -10,6 +10,8 @@ export type Schemas = DashboardComponents['schemas'];
 export interface Io {
   out(line: string): void;
   err(line: string): void;
+  /** The terminal's columns, when writing to one: help is wrapped to it (at most 100). */
+  width?: number;
 }
 
 export interface OptionSpec {
@@ -127,6 +129,27 @@ export function pageQuery(ctx: CommandContext): { limit?: number; cursor?: strin
 /** Tells where the next page is, on stderr so stdout stays the list. */
 export function morePages(ctx: CommandContext, nextCursor: string | null): void {
   if (nextCursor !== null && !ctx.json) ctx.io.err(`More: repeat with --cursor ${nextCursor}`);
+}
+
+/** A number as people write points: at most two decimals, no trailing zeros. */
+export function points(value: number): string {
+  return String(Math.round(value * 100) / 100);
+}
+
+/**
+ * A score as the gradebook shows it: `10 / 30 (33%)`. `fraction` is the contract's 0-to-1 score, `maximum`
+ * the column's points; without them only the percentage can be said.
+ */
+export function scoreText(fraction: number | null, maximum: number | null): string {
+  if (fraction === null) return maximum === null ? '–' : `– / ${points(maximum)}`;
+  const percent = `${Math.round(fraction * 100)}%`;
+  return maximum === null ? percent : `${points(fraction * maximum)} / ${points(maximum)} (${percent})`;
+}
+
+/** A score the LMS holds in points (`scoreGiven` of `scoreMaximum`), as `scoreText` shows it. */
+export function gradebookScore(given: number | null, maximum: number | null): string {
+  if (given === null || maximum === null || maximum <= 0) return `${given === null ? '–' : points(given)} / ${maximum === null ? '–' : points(maximum)}`;
+  return `${points(given)} / ${points(maximum)} (${Math.round((given / maximum) * 100)}%)`;
 }
 
 /** A fixed-width table, for people reading a terminal. */

@@ -4,7 +4,7 @@
  * tests, decision OPS-01), copy the trial course, reset, and read its gradebook.
  */
 import type { Command, CommandContext, Schemas } from './command.js';
-import { check, morePages, oneOf, PAGE_OPTIONS, pageQuery, show, stringOption, table, UsageError } from './command.js';
+import { check, gradebookScore, points, morePages, oneOf, PAGE_OPTIONS, pageQuery, show, stringOption, table, UsageError } from './command.js';
 
 const ROLES = Object.keys({ instructor: true, assistant: true, manager: true, student_1: true, student_2: true } satisfies Record<Schemas['SandboxRole'], true>) as Schemas['SandboxRole'][];
 
@@ -156,8 +156,8 @@ export const commands: Command[] = [
       show(ctx, book, () => [
         `context: ${book.context_id}`,
         ...book.columns.flatMap((c) => [
-          `${c.label} (out of ${c.score_maximum}${c.grades_released ? '' : ', not released'})`,
-          ...c.scores.map((s) => `  ${s.role}  ${s.score_given} of ${s.score_maximum}  ${s.activity_progress}/${s.grading_progress}  ${s.timestamp}`),
+          `${c.label} (out of ${points(c.score_maximum)}${c.grades_released ? '' : ', not released'})`,
+          ...c.scores.map((s) => `  ${s.role}  ${gradebookScore(s.score_given, s.score_maximum)}  ${s.activity_progress}/${s.grading_progress}  ${s.timestamp}`),
         ]),
       ]);
     },

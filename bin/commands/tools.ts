@@ -4,7 +4,7 @@
  */
 import { CONTRACT_VERSIONS } from '../../client/index.js';
 import type { Command, CommandContext, Schemas } from './command.js';
-import { check, morePages, oneOf, PAGE_OPTIONS, pageQuery, show, stringOption, table, UsageError } from './command.js';
+import { check, scoreText, morePages, oneOf, PAGE_OPTIONS, pageQuery, show, stringOption, table, UsageError } from './command.js';
 
 type App = Schemas['App'];
 
@@ -171,7 +171,7 @@ export const commands: Command[] = [
       show(ctx, list, () =>
         table(
           ['SUBMITTED', 'STATUS', 'SCORE', 'MEMBER', 'LOCATION', 'CONTEXT'],
-          list.attempts.map((a) => [a.submitted, a.status, `${a.score} of ${a.max_score}`, a.member, a.location, a.context]),
+          list.attempts.map((a) => [a.submitted, a.status, scoreText(a.score, list.points[a.id] ?? a.max_score), a.member, a.location, a.context]),
         ),
       );
       morePages(ctx, list.next_cursor);

@@ -1047,8 +1047,9 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description An operator's ID (`bld_` prefix, decision OPS-02). Opaque; do not parse it (decision L-09).
-                 * @example bld_2k5n8q1t4w7z0c3f6h9m
+                 * @description An operator's ID (`opr_` prefix; `bld_` for one created before decision OPS-51). Opaque; do not parse it
+                 *     (decision L-09).
+                 * @example opr_2k5n8q1t4w7z0c3f6h9m
                  */
                 operator_id: components["parameters"]["OperatorId"];
             };
@@ -1627,6 +1628,17 @@ export interface components {
          */
         GradeAttemptList: {
             attempts: components["schemas"]["GradeAttempt"][];
+            /**
+             * @description The gradebook column's points each attempt on this page was published against (or, for a failed one,
+             *     would have been), by attempt ID: `max_score` when sent, else the points the service last set on the
+             *     column with a `max_score`, else the location's points. `score` × points is the score as the gradebook
+             *     shows it. The contract's attempt record gives tools only the `max_score` they sent, so the dashboard's
+             *     points stand beside the records rather than in them (decision OPS-50). An attempt recorded before the
+             *     service kept its points has none here.
+             */
+            points: {
+                [key: string]: number;
+            };
             /** @description Pass as `cursor` for the next page; null on the last page. */
             next_cursor: string | null;
         };
@@ -2077,7 +2089,10 @@ export interface components {
          *     credential, recorded in the audit log as the actor `platform_token`.
          */
         Operator: {
-            /** @description The operator's ID, `bld_` prefix (decision L-09). */
+            /**
+             * @description The operator's ID, `opr_` prefix (decisions L-09, OPS-51). An operator created before OPS-51 keeps the
+             *     `bld_` ID it was given.
+             */
             id: string;
             name: string;
             /**
@@ -2085,7 +2100,10 @@ export interface components {
              * @description Unique among builders and operators, compared case-insensitively.
              */
             email: string;
-            /** @description The token's prefix and last four characters, to tell tokens apart. */
+            /**
+             * @description The token's prefix and last four characters, to tell tokens apart: `tiso_...` (`tisb_...` for an
+             *     operator created before decision OPS-51, whose token keeps working).
+             */
             token_hint: string;
             /** Format: date-time */
             created: string;
@@ -2111,7 +2129,10 @@ export interface components {
          */
         OperatorCreated: {
             operator: components["schemas"]["Operator"];
-            /** @description The operator's bearer credential, `tisb_` + 43 base64url characters (decision OPS-02). */
+            /**
+             * @description The operator's bearer credential, `tiso_` + 43 base64url characters (decisions OPS-02, OPS-51): its
+             *     own prefix, so an operator's token is not taken for a builder's (`tisb_`).
+             */
             token: string;
         };
         /**
@@ -2506,8 +2527,9 @@ export interface components {
          */
         SandboxContextQuery: string;
         /**
-         * @description An operator's ID (`bld_` prefix, decision OPS-02). Opaque; do not parse it (decision L-09).
-         * @example bld_2k5n8q1t4w7z0c3f6h9m
+         * @description An operator's ID (`opr_` prefix; `bld_` for one created before decision OPS-51). Opaque; do not parse it
+         *     (decision L-09).
+         * @example opr_2k5n8q1t4w7z0c3f6h9m
          */
         OperatorId: string;
         /**
@@ -2607,7 +2629,10 @@ export interface operations {
             400: components["responses"]["MalformedJson"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["PlatformOnly"];
-            /** @description Another builder has this email. */
+            /**
+             * @description Another builder or an operator has this email (builders and operators share one email namespace);
+             *     the code and message name which (decision OPS-51).
+             */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4901,7 +4926,10 @@ export interface operations {
             400: components["responses"]["MalformedJson"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["PlatformOnly"];
-            /** @description A builder or another operator has this email. */
+            /**
+             * @description Another operator or a builder has this email (builders and operators share one email namespace);
+             *     the code and message name which (decision OPS-51).
+             */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4928,8 +4956,9 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description An operator's ID (`bld_` prefix, decision OPS-02). Opaque; do not parse it (decision L-09).
-                 * @example bld_2k5n8q1t4w7z0c3f6h9m
+                 * @description An operator's ID (`opr_` prefix; `bld_` for one created before decision OPS-51). Opaque; do not parse it
+                 *     (decision L-09).
+                 * @example opr_2k5n8q1t4w7z0c3f6h9m
                  */
                 operator_id: components["parameters"]["OperatorId"];
             };

@@ -8,17 +8,29 @@ function esc(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
+/** Code spans and links, found left to right, so a link whose text is a code span (`[`jose`](…)`) is a link. */
+const INLINE = /(`[^`]+`)|\[((?:`[^`]*`|[^\]`])+)\]\(([^)\s]+)\)/g;
+
 function inline(text: string): string {
-  const parts = text.split(/(`[^`]+`)/);
-  return parts
-    .map((part) => {
-      if (part.startsWith('`') && part.endsWith('`') && part.length > 1) return `<code>${esc(part.slice(1, -1))}</code>`;
-      return esc(part)
-        .replace(/\*\*([^*]+)\*\*/g, '<strong>$1</strong>')
-        .replace(/\[([^\]]+)\]\((https?:\/\/[^)\s]+|#[^)\s]*)\)/g, '<a href="$2">$1</a>')
-        .replace(/\[([^\]]+)\]\(([^)\s]+)\)/g, '$1');
-    })
-    .join('');
+  let out = '';
+  let last = 0;
+  for (const match of text.matchAll(INLINE)) {
+    out += plain(text.slice(last, match.index));
+    const [whole, code, label, href] = match;
+    if (code !== undefined) {
+      out += `<code>${esc(code.slice(1, -1))}</code>`;
+    } else {
+      const content = inline(label ?? '');
+      // Links to other repository files are dropped to their text: the site does not carry those files.
+      out += /^(https?:\/\/|#)/.test(href ?? '') ? `<a href="${esc(href ?? '')}">${content}</a>` : content;
+    }
+    last = match.index + whole.length;
+  }
+  return out + plain(text.slice(last));
+}
+
+function plain(text: string): string {
+  return esc(text).replace(/\*\*([^*]+)\*\*/g, '<strong>$1</strong>');
 }
 
 export function markdownToHtml(markdown: string): string {

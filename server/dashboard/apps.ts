@@ -21,6 +21,7 @@ import { createRepositories, InvalidCursorError, isoFromMs, NoApiKeyError, Uniqu
 import { logoUrl, unprocessable } from './bodies.js';
 import { appGuard, dashboardGuard } from './guard.js';
 import { invalidCursor, makeCursor, pageOf, queryString, readListQuery } from './lists.js';
+import { emailTaken } from './operators.js';
 
 type AppJson = components['schemas']['App'];
 type BuilderJson = components['schemas']['Builder'];
@@ -136,13 +137,13 @@ export const appHandlers: Pick<Handlers<operations>, AppOperationId> = {
   createBuilder: withGuard(dashboardGuard<operations['createBuilder']>('platform'), async (ctx) => {
     const name = ctx.body.name;
     const email = ctx.body.email.toLowerCase();
-    const taken = (): Problem => new Problem(409, 'builder_email_taken', `a builder with the email ${email} already exists`);
-    if (await ctx.services.store.builders.findByEmail(email)) throw taken();
+    const taken = (): Promise<Problem> => emailTaken(ctx.services.store, email);
+    if (await ctx.services.store.builders.findByEmail(email)) throw await taken();
     let created;
     try {
       created = await ctx.services.store.builders.create({ name, email });
     } catch (err) {
-      if (err instanceof UniqueViolationError) throw taken();
+      if (err instanceof UniqueViolationError) throw await taken();
       throw err;
     }
     await recordAction(ctx.services.store, ctx.guarded.principal, { action: 'builder.create', target: created.builder.id, detail: { name } });
@@ -328,6 +329,7 @@ export const appHandlers: Pick<Handlers<operations>, AppOperationId> = {
       status: 200,
       body: {
         attempts: result.items.map(attemptJson) as components['schemas']['GradeAttemptList']['attempts'],
+        points: Object.fromEntries(result.items.flatMap((a) => (a.points === null ? [] : [[a.id, a.points]]))),
         next_cursor: result.nextCursor === null ? null : makeCursor(listKey, result.nextCursor, now),
       },
     };

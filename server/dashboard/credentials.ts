@@ -11,7 +11,7 @@ import type { Config } from '../config.js';
 import type { Logger } from '../http/log.js';
 import { Problem } from '../http/problem.js';
 import type { BuilderRecord, Store } from '../store/index.js';
-import { BUILDER_TOKEN_PREFIX, digestsEqual, sha256Hex } from '../store/ids.js';
+import { BUILDER_TOKEN_PREFIX, digestsEqual, OPERATOR_TOKEN_PREFIX, sha256Hex } from '../store/ids.js';
 import { bearerCredential } from '../auth/credentials.js';
 
 export const PLATFORM_TOKEN_PREFIX = 'tisp_';
@@ -92,7 +92,7 @@ export async function authenticateDashboard(
 ): Promise<DashboardPrincipal> {
   const credential = bearerCredential(authorization);
   if (credential === null) throw unauthorized('missing_bearer_token', 'Missing bearer token');
-  if (credential.startsWith(BUILDER_TOKEN_PREFIX)) {
+  if (credential.startsWith(BUILDER_TOKEN_PREFIX) || credential.startsWith(OPERATOR_TOKEN_PREFIX)) {
     const builder = await store.builders.verifyToken(credential);
     // A builder record of the `platform` role is a named operator's credential (GAP-01, OPS-02).
     if (builder?.role === 'platform') return { kind: 'platform', operator: builder };

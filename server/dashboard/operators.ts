@@ -1,14 +1,15 @@
 /**
  * The platform team's named operators and the audit log (tag Operators; decisions OPS-02, OPS-03). An
  * operator is a builder record of the `platform` role: one token table, one verification path, and the
- * bootstrap token (`PLATFORM_TOKEN` or `DATA_DIR/platform-token`) keeps working beside them.
+ * bootstrap token (`PLATFORM_TOKEN` or `DATA_DIR/platform-token`) keeps working beside them. What people
+ * see says operator, not builder: `opr_` IDs, `tiso_` tokens, its own messages (OPS-51).
  */
 import type { components, operations } from '../../generated/dashboard/types.js';
 import { recordAction } from '../audit/index.js';
 import { Problem } from '../http/problem.js';
 import type { Handlers } from '../http/registry.js';
 import { withGuard } from '../http/registry.js';
-import type { AuditPosition, AuditRecord, BuilderRecord } from '../store/index.js';
+import type { AuditPosition, AuditRecord, BuilderRecord, Store } from '../store/index.js';
 import { isoFromMs, UniqueViolationError } from '../store/index.js';
 import { dashboardGuard } from './guard.js';
 import { invalidCursor, makeCursor, queryString, readListQuery } from './lists.js';
@@ -33,6 +34,17 @@ export function auditEntryJson(entry: AuditRecord): AuditEntryJson {
   return { id: entry.id, at: isoFromMs(entry.at), actor: entry.actor, action: entry.action, target: entry.target, detail: entry.detail };
 }
 
+/**
+ * 409 for an email already held: operators and builders share one table and so one email namespace, and
+ * the message names which holds it (OPS-51).
+ */
+export async function emailTaken(store: Pick<Store, 'builders'>, email: string): Promise<Problem> {
+  const holder = await store.builders.findByEmail(email);
+  return holder?.role === 'platform'
+    ? new Problem(409, 'operator_email_taken', `an operator with the email ${email} already exists`)
+    : new Problem(409, 'builder_email_taken', `a builder with the email ${email} already exists`);
+}
+
 function isPosition(value: unknown): value is AuditPosition {
   return Array.isArray(value) && value.length === 2 && typeof value[0] === 'number' && typeof value[1] === 'string';
 }
@@ -45,9 +57,7 @@ export const operatorHandlers: Pick<Handlers<operations>, (typeof OPERATOR_OPERA
   createOperator: withGuard(dashboardGuard<operations['createOperator']>('platform'), async (ctx) => {
     const name = ctx.body.name;
     const email = ctx.body.email.toLowerCase();
-    // Operators and builders share one table and so one email namespace.
-    const taken = (): Problem => new Problem(409, 'builder_email_taken', `a builder with the email ${email} already exists`);
-    if (await ctx.services.store.builders.findByEmail(email)) throw taken();
+    if (await ctx.services.store.builders.findByEmail(email)) throw await emailTaken(ctx.services.store, email);
     let created;
     try {
       created = await ctx.services.store.transaction(async (tx) => {
@@ -56,7 +66,7 @@ export const operatorHandlers: Pick<Handlers<operations>, (typeof OPERATOR_OPERA
         return made;
       });
     } catch (err) {
-      if (err instanceof UniqueViolationError) throw taken();
+      if (err instanceof UniqueViolationError) throw await emailTaken(ctx.services.store, email);
       throw err;
     }
     ctx.log.info('operator created', { operator: created.builder.id });

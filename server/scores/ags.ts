@@ -20,7 +20,7 @@ import { AGS_MEDIA_TYPES, AGS_SCOPE as AGS_SCOPES } from '../lti/vocabulary.js';
 import type { Clock } from '../store/index.js';
 import type { LmsExchange, LmsPlatform, LmsRegistry } from './lms-registry.js';
 import type { LmsResponse, Publication, PublicationOutcome, Publisher } from './publisher.js';
-import { failed } from './publisher.js';
+import { failed, pointsOf } from './publisher.js';
 
 export type { AssertionSigner };
 
@@ -144,11 +144,10 @@ export class AgsPublisher implements Publisher {
     if (p.maxScore !== null && !p.organization.grantsLineItemScope) return failed(LINE_ITEM_SCOPE_WITHHELD);
     const scopes = p.maxScore === null ? SCORE_SCOPES : SCORE_AND_LINE_ITEM_SCOPES;
     try {
-      let points = p.columnPoints ?? p.placement.entry.points ?? p.location.points ?? 100;
+      const points = pointsOf(p);
       if (p.maxScore !== null) {
         const set = await this.setPoints(platform, scopes, lineItemUrl, p.maxScore);
         if (set) return set;
-        points = p.maxScore;
       }
       const score: Record<string, unknown> = {
         userId: p.user.externalId,

@@ -16,7 +16,7 @@
 import type { Logger } from '../http/log.js';
 import type { AttemptRecord, AttemptSourceType, Repositories, Store } from '../store/index.js';
 import type { Publication, PublicationOutcome, Publisher } from './publisher.js';
-import { failed } from './publisher.js';
+import { failed, pointsOf } from './publisher.js';
 import { inSubmittedOrder } from './ordering.js';
 import { writeWithOthers } from './attempt-writes.js';
 import type { ScoreSubmission } from './validate.js';
@@ -110,6 +110,7 @@ export async function publishAttempt<K>(
         memberId: member.id,
         score: submission.score,
         maxScore: submission.maxScore,
+        points: pointsOf({ maxScore: submission.maxScore, columnPoints, placement, location }),
         comment: submission.comment,
         activityProgress: submission.activityProgress,
         gradingProgress: submission.gradingProgress,

@@ -64,6 +64,14 @@ export interface Publisher {
   publish(publication: Publication): Promise<PublicationOutcome>;
 }
 
+/**
+ * The column's points a score is published against: `max_score` when sent (it sets them first), else the
+ * points this service last set on the column (H-03), else the location's. The attempt keeps them (OPS-50).
+ */
+export function pointsOf(p: Pick<Publication, 'maxScore' | 'columnPoints' | 'placement' | 'location'>): number {
+  return p.maxScore ?? p.columnPoints ?? p.placement.entry.points ?? p.location.points ?? 100;
+}
+
 export function failed(error: string, response: LmsResponse | null = null): PublicationOutcome {
   return { status: 'failed', response, error };
 }

@@ -33,6 +33,7 @@ export type IdPrefix =
   | 'lch'
   | 'li'
   | 'bld'
+  | 'opr'
   | 'upl'
   | 'blb'
   | 'key'
@@ -84,11 +85,17 @@ export function digestsEqual(aHex: string, bHex: string): boolean {
 export const API_KEY_PREFIX = 'ltiaas_';
 export const API_TOKEN_PREFIX = 'tis_at_';
 export const BUILDER_TOKEN_PREFIX = 'tisb_';
+/**
+ * A named operator's token (OPS-51): not a builder's, so a token in a log or a paste says whose it is.
+ * Operators created before it kept `tisb_` tokens, which still authenticate as the operator.
+ */
+export const OPERATOR_TOKEN_PREFIX = 'tiso_';
 
 const SECRET_PATTERN = '[A-Za-z0-9_-]{43}';
 const API_KEY_RE = new RegExp(`^${API_KEY_PREFIX}(app_[a-z2-7]{20,60})_(${SECRET_PATTERN})$`);
 const API_TOKEN_RE = new RegExp(`^${API_TOKEN_PREFIX}${SECRET_PATTERN}$`);
 const BUILDER_TOKEN_RE = new RegExp(`^${BUILDER_TOKEN_PREFIX}${SECRET_PATTERN}$`);
+const OPERATOR_TOKEN_RE = new RegExp(`^${OPERATOR_TOKEN_PREFIX}${SECRET_PATTERN}$`);
 const TICKET_RE = new RegExp(`^${SECRET_PATTERN}$`);
 
 export function newApiKey(appId: string): string {
@@ -120,6 +127,14 @@ export function newBuilderToken(): string {
 
 export function isWellFormedBuilderToken(token: string): boolean {
   return BUILDER_TOKEN_RE.test(token);
+}
+
+export function newOperatorToken(): string {
+  return `${OPERATOR_TOKEN_PREFIX}${newSecret()}`;
+}
+
+export function isWellFormedOperatorToken(token: string): boolean {
+  return OPERATOR_TOKEN_RE.test(token);
 }
 
 /** Launch tickets travel in a URL path (`/launch/{ticket}`), so they are bare base64url. */

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Io } from '../../bin/tis.ts';
-import { COMMANDS, run } from '../../bin/tis.ts';
+import { COMMANDS, invokedAs, run } from '../../bin/tis.ts';
 import type { TestServer } from '../server/harness.ts';
 import { startServer } from '../server/harness.ts';
 import type { ToolServer } from '../server/outbound/fixtures.ts';
@@ -92,6 +92,44 @@ describe('tis help', () => {
     expect(from.err).toMatch(/^error: --from must be one of local, postgres/);
   });
 
+  it('lays help out in aligned columns within the terminal width, with the options of every command once per group', async () => {
+    const help = await tis(['tools', '--help']);
+    expect(help.code).toBe(0);
+    const lines = help.out.split('\n');
+    expect(lines.every((l) => l.length <= 100), lines.find((l) => l.length > 100)).toBe(true);
+    // Global options once, after every command of the group.
+    expect(help.out.match(/Options of every command/g)).toHaveLength(1);
+    expect(help.out.match(/--token-file/g)).toHaveLength(1);
+    // Each block of options: descriptions start in one column, never run into the option (issue 29).
+    const block = lines.slice(lines.indexOf('Options:', lines.findIndex((l) => l.startsWith('Usage: tis tools list'))) + 1);
+    const options = block.slice(0, block.indexOf(''));
+    expect(options.join('\n')).toContain('Only tools in this status.');
+    const starts = new Set(options.filter((l) => /^ {2}--\S+( \S+)? {2,}\S/.test(l)).map((l) => /^ {2}--\S+(?: \S+)? +/.exec(l)![0].length));
+    expect(starts.size).toBe(1);
+    expect(help.out).not.toMatch(/\S(Only tools|Entries per page)/);
+    // A narrow terminal: help wraps to it.
+    const narrow: string[] = [];
+    expect(await run(['tools', 'settings', '--help'], {}, { out: (l) => narrow.push(l), err: () => {}, width: 60 })).toBe(0);
+    expect(narrow.join('\n').split('\n').every((l) => l.length <= 60)).toBe(true);
+  });
+
+  it('names an unknown option with the closest known one, and the command to run as it was invoked', async () => {
+    const typo = await tis(['tools', 'list', '--stauts', 'active'], 'x');
+    expect(typo.code).toBe(2);
+    expect(typo.err).toBe('error: tools list does not take --stauts; did you mean --status?\nRun "tis tools list --help" for its options.');
+    expect((await tis(['--jsno', 'tools', 'list'], 'x')).err.split('\n')[0]).toBe('error: tools list does not take --jsno; did you mean --json?');
+    expect((await tis(['tools', 'list', '--url'], 'x')).err.split('\n')[0]).toBe('error: --url needs a value (--url <origin>)');
+    expect((await tis(['tools', 'list', '--zzzzzz'], 'x')).err.split('\n')[0]).toBe('error: tools list does not take --zzzzzz');
+    const err: string[] = [];
+    await run(['frobnicate'], {}, { out: () => {}, err: (l) => err.push(l) }, 'npm run -s tis --');
+    expect(err.join('\n')).toBe('error: unknown command "frobnicate"\nRun "npm run -s tis -- --help" for the commands.');
+    const cwd = '/work/checkout';
+    expect(invokedAs({ npm_lifecycle_event: 'tis' }, `${cwd}/bin/tis.ts`, ['--import', 'tsx'], cwd)).toBe('npm run -s tis --');
+    expect(invokedAs({}, `${cwd}/bin/tis.ts`, ['--import', 'tsx'], cwd)).toBe('node --import tsx bin/tis.ts');
+    expect(invokedAs({}, '/usr/local/bin/tis', [], cwd)).toBe('tis');
+    expect(invokedAs({ npm_command: 'exec' }, `${cwd}/node_modules/.bin/tis`, [], cwd)).toBe('npx tis');
+  });
+
   it('says which commands a group has, and refuses unknown words with exit 2', async () => {
     const group = await tis(['sandbox'], 'x');
     expect(group.code).toBe(2);
@@ -149,9 +187,18 @@ describe('tis commands', () => {
     expect(claims['aud']).toBeDefined();
     expect((await tis(['sandbox', 'placements', appId], builderToken)).out).toContain(placement.id);
     expect((await tis(['sandbox', 'show', appId], builderToken)).out).toContain('trial course: ctx_');
-    expect((await tis(['sandbox', 'grades', appId], builderToken)).code).toBe(0);
+    expect((await tis(['grades', appId], builderToken)).out).toBe('(none)');
+    // A score from the launch's own token: both grade commands show it as points and a percentage (issue 29).
+    const launch = claims as { api: { token: string }; grade: { submit: string } };
+    const scored = await fetch(launch.grade.submit, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${launch.api.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ score: 1 / 3 }),
+    });
+    expect(scored.status).toBe(200);
+    expect((await tis(['sandbox', 'grades', appId], builderToken)).out).toContain('student_2  3.33 / 10 (33%)');
     const grades = await tis(['grades', appId], builderToken);
-    expect(grades.out).toBe('(none)');
+    expect(grades.out.split('\n')[1]).toContain('success  3.33 / 10 (33%)');
 
     // Key rotation, team, activation by the platform team.
     const rotated = await tis(['rotate-key', appId], builderToken);
@@ -163,8 +210,8 @@ describe('tis commands', () => {
 
     // Named operators and the audit log.
     const operator = await tis(['operators', 'create', '--name', 'Kofi Mensah', '--email', 'kofi@northwind.example'], bootstrap);
-    const operatorToken = /token: (tisb_\S+)/.exec(operator.out)?.[1] ?? '';
-    const operatorId = /created (bld_\w+)/.exec(operator.out)?.[1] ?? '';
+    const operatorToken = /token: (tiso_\S+)/.exec(operator.out)?.[1] ?? '';
+    const operatorId = /created (opr_\w+)/.exec(operator.out)?.[1] ?? '';
     expect((await tis(['suspend', appId], operatorToken)).out).toBe(`${appId} is suspended`);
     const audit = await tis(['audit', '--app', appId], operatorToken);
     const lines = audit.out.split('\n');
@@ -175,6 +222,6 @@ describe('tis commands', () => {
     expect(audit.out).toMatch(/Ana Ruiz \(bld_\w+\) +app\.settings/);
     expect((await tis(['operators', 'revoke', operatorId], bootstrap)).out).toBe(`${operatorId} is revoked`);
     expect((await tis(['whoami'], operatorToken)).err).toBe('error: Invalid bearer token (HTTP 401)');
-    expect((await tis(['operators', 'list'], bootstrap)).out).toMatch(new RegExp(`${operatorId} +kofi@northwind.example +tisb_\\.\\.\\.\\S{4} +\\d{4}-`));
+    expect((await tis(['operators', 'list'], bootstrap)).out).toMatch(new RegExp(`${operatorId} +kofi@northwind.example +tiso_\\.\\.\\.\\S{4} +\\d{4}-`));
   });
 });

@@ -123,6 +123,99 @@ async function expandedMenu(page: Page): Promise<MenuItem[]> {
   return [...seen.values()];
 }
 
+interface Measured {
+  overflow: string | null;
+  titleLines: number;
+  title: string;
+  /** Places where the page's title breaks inside a word (a date split at its hyphen). */
+  titleSplits: string[];
+  rawMarkdown: string[];
+  links: string[];
+  missingAnchors: string[];
+}
+
+/**
+ * What is wrong with a loaded page, measured in it: sideways overflow, the title's lines and where they
+ * break, Markdown links shown as text (outside code), and its links (checked by `brokenLinks`). Same-page
+ * anchors are checked here, except on Redoc pages, whose router owns them.
+ */
+async function measure(page: Page, reference: boolean): Promise<Measured> {
+  return page.evaluate((isReference) => {
+    const root = document.documentElement;
+    const wide = Array.from(document.querySelectorAll('body *'))
+      .filter((el) => el.getBoundingClientRect().right > root.clientWidth + 1 && getComputedStyle(el).position !== 'fixed')
+      .slice(0, 3)
+      .map((el) => `${el.tagName.toLowerCase()}.${el.className.toString().split(' ')[0] ?? ''}`);
+    const h1 = document.querySelector('h1');
+    const lineHeight = h1 ? parseFloat(getComputedStyle(h1).lineHeight) || parseFloat(getComputedStyle(h1).fontSize) * 1.3 : 0;
+    // The title's line breaks: each must fall at a space.
+    const titleSplits: string[] = [];
+    if (h1) {
+      const walker = document.createTreeWalker(h1, NodeFilter.SHOW_TEXT);
+      const chars: Array<{ ch: string; top: number }> = [];
+      for (let node = walker.nextNode() as Text | null; node; node = walker.nextNode() as Text | null) {
+        for (let i = 0; i < node.data.length; i++) {
+          const range = document.createRange();
+          range.setStart(node, i);
+          range.setEnd(node, i + 1);
+          const rect = range.getClientRects()[0];
+          if (rect) chars.push({ ch: node.data[i] ?? '', top: Math.round(rect.top) });
+        }
+      }
+      for (let i = 1; i < chars.length; i++) {
+        const before = chars[i - 1]!;
+        const here = chars[i]!;
+        if (here.top > before.top && before.ch.trim() !== '' && here.ch.trim() !== '') {
+          titleSplits.push(`${chars.slice(Math.max(0, i - 8), i).map((c) => c.ch).join('')}|${chars.slice(i, i + 8).map((c) => c.ch).join('')}`);
+        }
+      }
+    }
+    // Markdown links shown as text; inline code stands as one word, code blocks are left out.
+    const copy = document.body.cloneNode(true) as HTMLElement;
+    copy.querySelectorAll('pre, script, style, textarea').forEach((el) => el.remove());
+    copy.querySelectorAll('code').forEach((el) => el.replaceWith('x'));
+    const rawMarkdown = [...(copy.textContent ?? '').matchAll(/\[[^\]\n]+\]\([^)\s]*\)/g)].map((m) => m[0]).slice(0, 5);
+    const anchors = Array.from(document.querySelectorAll('a[href]')).map((a) => a.getAttribute('href') ?? '');
+    const missingAnchors = isReference
+      ? []
+      : anchors.filter((href) => href.startsWith('#') && href.length > 1 && document.getElementById(decodeURIComponent(href.slice(1))) === null);
+    return {
+      overflow: root.scrollWidth > root.clientWidth ? `${root.scrollWidth} px wide (${wide.join(', ')})` : null,
+      titleLines: h1 ? Math.round(h1.getBoundingClientRect().height / lineHeight) : 0,
+      title: h1?.textContent ?? '',
+      titleSplits,
+      rawMarkdown,
+      links: Array.from(document.querySelectorAll('a[href]')).map((a) => (a as HTMLAnchorElement).href),
+      missingAnchors,
+    };
+  }, reference);
+}
+
+const linkStatus = new Map<string, Promise<number>>();
+
+/**
+ * The site's own links of a page that do not lead to a page of the site (each address fetched once). On a
+ * Redoc page only links to files are the site's: Redoc's own (`/section/errors`, `/scores`) are routes its
+ * script resolves inside the page.
+ */
+async function brokenLinks(links: readonly string[], reference: boolean): Promise<string[]> {
+  const internal = [
+    ...new Set(
+      links
+        .filter((href) => href.startsWith(`${origin}/`))
+        .map((href) => href.replace(/#.*$/, ''))
+        .filter((href) => !reference || /\.(html|json)$/.test(href)),
+    ),
+  ];
+  const broken: string[] = [];
+  for (const href of internal) {
+    if (!linkStatus.has(href)) linkStatus.set(href, fetch(href).then((res) => res.status));
+    const status = await linkStatus.get(href)!;
+    if (status !== 200) broken.push(`${href}: HTTP ${status}`);
+  }
+  return broken;
+}
+
 function pagesOf(kind: SitePage['kind']): SitePage[] {
   return site.pages.filter((p) => p.kind === kind);
 }
@@ -214,6 +307,16 @@ describe('docs site', () => {
     // The title says which kind of API this is.
     const title = await v.page.title();
     expect(title).toContain(entry.api.role === 'implementation' ? 'implementation-specific' : entry.api.role);
+    // The page at 1280 px, measured here rather than loaded again below: one line of title, nothing wider
+    // than the window, a link back to the index, no raw Markdown, no broken link (issue 29).
+    await v.page.screenshot({ path: path.join(artifacts, `${entry.file.replace(/\.html$/, '')}-1280.png`) });
+    const measured = await measure(v.page, true);
+    expect(measured.overflow, entry.file).toBeNull();
+    expect(measured.titleLines, `${entry.file}: "${measured.title}"`).toBe(1);
+    expect(measured.title).not.toMatch(/\(\d+\)$/);
+    expect(measured.rawMarkdown, entry.file).toEqual([]);
+    expect(await v.page.$$eval('nav.site-nav a', (links) => links.map((a) => a.getAttribute('href')))).toEqual(['index.html']);
+    expect(await brokenLinks(measured.links, true), entry.file).toEqual([]);
     await finish(v, entry.file, false);
   });
 
@@ -253,7 +356,9 @@ describe('docs site', () => {
 
 /**
  * Every page at a phone's width (420 px) and a laptop's (1280 px): nothing may be wider than the window (a
- * horizontal scroll bar is a failure), and on a reference page the API's title takes one line at 1280 px.
+ * horizontal scroll bar is a failure), on a reference page the API's title takes one line at 1280 px, and a
+ * title wraps only at spaces (at most three lines at 420 px). Every page but the index links back to it,
+ * shows no Markdown link as text and has no link to a page the site does not have (issue 29).
  * Screenshots of each page at each width go to test-artifacts/site/<page>-<width>.png.
  */
 describe('docs site at 420 and 1280 px', () => {
@@ -297,36 +402,34 @@ describe('docs site at 420 and 1280 px', () => {
     }
   });
 
-  it('no page overflows horizontally, and each reference title is one line at 1280 px', { timeout: 600_000 }, async () => {
-    const overflowing: string[] = [];
-    const wrapped: string[] = [];
+  it('no page overflows horizontally, titles wrap at spaces, every page links the index, no raw Markdown, no broken link', { timeout: 600_000 }, async () => {
+    const problems: string[] = [];
+    // One tab per width, reused: a new tab per page only added start-up time.
+    const tabs = new Map<number, Page>();
+    for (const width of widths) tabs.set(width, await browser.newPage({ viewport: { width, height: 900 } }));
     for (const entry of site.pages) {
       for (const width of widths) {
-        const page = await browser.newPage({ viewport: { width, height: 900 } });
+        // A reference page at 1280 px was measured by its own test above.
+        if (entry.kind === 'reference' && width === 1280) continue;
+        const page = tabs.get(width)!;
         await page.goto(`${origin}/${entry.file}`, { waitUntil: 'load' });
         await page.waitForLoadState('networkidle');
         if (entry.kind === 'reference') await page.waitForSelector('[data-component-name="Typography/H1"]', { timeout: 60_000 });
-        const measured = await page.evaluate(() => {
-          const root = document.documentElement;
-          const wide = Array.from(document.querySelectorAll('body *'))
-            .filter((el) => el.getBoundingClientRect().right > root.clientWidth + 1 && getComputedStyle(el).position !== 'fixed')
-            .slice(0, 3)
-            .map((el) => `${el.tagName.toLowerCase()}.${el.className.toString().split(' ')[0] ?? ''}`);
-          const h1 = document.querySelector('h1');
-          const lineHeight = h1 ? parseFloat(getComputedStyle(h1).lineHeight) || parseFloat(getComputedStyle(h1).fontSize) * 1.3 : 0;
-          return { scrollWidth: root.scrollWidth, clientWidth: root.clientWidth, wide, titleLines: h1 ? Math.round(h1.getBoundingClientRect().height / lineHeight) : 0, title: h1?.textContent ?? '' };
-        });
+        const measured = await measure(page, entry.kind === 'reference');
         await page.screenshot({ path: path.join(artifacts, `${entry.file.replace(/\.html$/, '')}-${width}.png`), fullPage: entry.kind !== 'reference' });
-        await page.close();
-        if (measured.scrollWidth > measured.clientWidth) {
-          overflowing.push(`${entry.file} at ${width} px: ${measured.scrollWidth} px wide (${measured.wide.join(', ')})`);
-        }
-        if (entry.kind === 'reference' && width === 1280 && measured.titleLines !== 1) {
-          wrapped.push(`${entry.file}: "${measured.title}" takes ${measured.titleLines} lines`);
-        }
+        const at = `${entry.file} at ${width} px`;
+        if (measured.overflow !== null) problems.push(`${at}: ${measured.overflow}`);
+        if (measured.titleSplits.length > 0) problems.push(`${at}: the title "${measured.title}" breaks inside a word: ${measured.titleSplits.join(', ')}`);
+        if (width === 420 && measured.titleLines > 3) problems.push(`${at}: the title "${measured.title}" takes ${measured.titleLines} lines`);
+        if (width !== 420) continue;
+        // Content checks once per page (they do not depend on the width).
+        if (measured.rawMarkdown.length > 0) problems.push(`${entry.file}: raw Markdown ${measured.rawMarkdown.join(', ')}`);
+        if (measured.missingAnchors.length > 0) problems.push(`${entry.file}: links to no such place ${measured.missingAnchors.join(', ')}`);
+        if (entry.kind !== 'index' && !measured.links.includes(`${origin}/index.html`)) problems.push(`${entry.file}: no link back to index.html`);
+        problems.push(...(await brokenLinks(measured.links, entry.kind === 'reference')).map((b) => `${entry.file}: ${b}`));
       }
     }
-    expect(overflowing).toEqual([]);
-    expect(wrapped).toEqual([]);
+    for (const tab of tabs.values()) await tab.close();
+    expect(problems).toEqual([]);
   });
 });

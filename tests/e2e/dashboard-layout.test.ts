@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest'
 import { createDashboardClient } from '../../client/index.ts';
 import { startServer, type TestServer } from '../server/harness.ts';
 import { answer, startToolServer, type ToolServer } from '../server/outbound/fixtures.ts';
-import { overflowProblems } from './layout.ts';
+import { accessibilityProblems, overflowProblems } from './layout.ts';
 import { BrowserGuard, failureShots, launchChromium, screenshots, shows } from './support.ts';
 
 const TIME_ZONE = 'Asia/Kolkata';
@@ -75,7 +75,8 @@ for (const width of WIDTHS) {
     const shot = screenshots(`dashboard-layout/${width}`);
 
     beforeAll(async () => {
-      context = await browser.newContext({ viewport: { width, height: 900 }, timezoneId: TIME_ZONE, locale: LOCALE });
+      // bypassCSP: axe-core is injected as a script the page's own policy (script-src 'self') would refuse.
+      context = await browser.newContext({ viewport: { width, height: 900 }, timezoneId: TIME_ZONE, locale: LOCALE, bypassCSP: true });
       await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
       guard = new BrowserGuard(context);
       await guard.install();
@@ -84,10 +85,14 @@ for (const width of WIDTHS) {
       await context?.close();
     });
 
-    /** A screenshot, then the layout check: a person sees the screenshot, the test sees the numbers. */
+    /**
+     * A screenshot, then the layout check (a person sees the screenshot, the test sees the numbers), then
+     * axe-core: no serious or critical accessibility violation (issue 29).
+     */
     async function looksRight(page: Page, name: string): Promise<void> {
       await shot(page, name);
       expect(await overflowProblems(page), `${name} at ${width} px`).toEqual([]);
+      expect(await accessibilityProblems(page), `${name} at ${width} px`).toEqual([]);
     }
 
     it('platform team: the first builder and an operator from the web page, tokens copied once', async () => {
@@ -127,7 +132,7 @@ for (const width of WIDTHS) {
       await page.getByRole('button', { name: 'Create operator' }).click();
       await page.locator('#operator-secret').waitFor({ state: 'visible' });
       const operatorToken = await page.locator('#operator-secret-value').inputValue();
-      expect(operatorToken).toMatch(/^tisb_/);
+      expect(operatorToken).toMatch(/^tiso_/);
       await looksRight(page, 'operators');
       await signOut(page);
 
@@ -186,12 +191,22 @@ for (const width of WIDTHS) {
         body: JSON.stringify({ score: 0.85, comment: 'Good work on the histogram question; the boxplot needs its whiskers.' }),
       });
       expect(scored.status).toBeLessThan(300);
+      // A regrade out of other points: the column takes them, the history keeps each attempt's own.
+      const regraded = await fetch(claims.grade.submit, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${claims.api.token}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ score: 0.5, max_score: 40 }),
+      });
+      expect(regraded.status).toBe(200);
       await page.getByRole('tab', { name: 'Grades' }).click();
-      const history = page.locator('#history tbody tr').first();
-      await shows(history.locator('td').nth(1), 'success', 20_000);
-      const submitted = (await history.locator('time').getAttribute('datetime')) ?? '';
-      await shows(history.locator('td').nth(0), local(submitted));
-      await shows(page.locator('#gradebook td.score'), '17 / 20');
+      const history = page.locator('#history tbody tr');
+      await shows(history.nth(1).locator('td').nth(1), 'success', 20_000);
+      const submitted = (await history.nth(1).locator('time').getAttribute('datetime')) ?? '';
+      await shows(history.nth(1).locator('td').nth(0), local(submitted));
+      // Scores as people read them: points and a percentage, in the gradebook and the history (issue 29).
+      await shows(page.locator('#gradebook td.score'), '20 / 40 (50%)');
+      await shows(history.nth(0).locator('td.score'), '20 / 40 (50%)');
+      await shows(history.nth(1).locator('td.score'), '17 / 20 (85%)');
       await looksRight(page, 'grades');
       await signOut(page);
 
@@ -207,6 +222,20 @@ for (const width of WIDTHS) {
       expect(await page.locator('#suspend').isVisible()).toBe(true);
       await shows(page.locator(`#tool-list button[data-app="${appId}"] .badge`), 'active');
       await looksRight(page, 'activated');
+
+      // LMS registrations: the URLs an LMS administrator copies wrap between their parts, never inside the host.
+      await page.getByRole('link', { name: 'LMS registrations' }).click();
+      await page.locator('#lms-urls code').first().waitFor({ state: 'visible' });
+      const splitHosts = await page.locator('#lms-urls code').evaluateAll((codes) => codes.flatMap((code) => {
+        const text = code.firstChild as Text;
+        const host = new URL(text.data).host;
+        const range = document.createRange();
+        range.setStart(text, text.data.indexOf(host));
+        range.setEnd(text, text.data.indexOf(host) + host.length);
+        return new Set(Array.from(range.getClientRects(), (r) => Math.round(r.top))).size > 1 ? [text.data] : [];
+      }));
+      expect(splitHosts).toEqual([]);
+      await looksRight(page, 'lms');
 
       await page.getByRole('link', { name: 'Audit log' }).click();
       const newest = page.locator('#audit-list tbody tr').first();

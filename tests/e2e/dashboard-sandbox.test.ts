@@ -215,12 +215,14 @@ describe('web dashboard, end to end with the example quiz tool', () => {
     const score = column.locator('tbody tr');
     expect(await score.count()).toBe(1);
     expect(await score.locator('td').nth(0).textContent()).toBe('student_1');
-    expect(await score.locator('td.score').textContent()).toBe('10 / 20');
+    // Scores read as points and a percentage (issue 29): the gradebook's, and the history's against the
+    // column's points the score was published with, though the quiz sent no max_score.
+    expect(await score.locator('td.score').textContent()).toBe('10 / 20 (50%)');
     expect(await score.locator('td').nth(3).textContent()).toBe('1 of 2 correct');
     const history = page.locator('#history tbody tr');
     await shows(history.first().locator('td').nth(1), 'success');
     expect(await history.count()).toBe(1);
-    expect(await history.first().locator('td').nth(2).textContent()).toBe('0.5');
+    expect(await history.first().locator('td').nth(2).textContent()).toBe('10 / 20 (50%)');
     await screenshot(page, 'grades');
 
     // The same facts through the APIs.
@@ -237,8 +239,9 @@ describe('web dashboard, end to end with the example quiz tool', () => {
     ]);
     const attempts = await dashboard.GET('/dashboard/v1/apps/{app_id}/grades', { params: { path: { app_id: appId } } });
     expect(attempts.data?.attempts).toMatchObject([
-      { status: 'success', score: 0.5, member: student.member_id, location: placement.location.id, context: sandbox.data.context, data: { source_type: 'session', source_id: student.user_id } },
+      { status: 'success', score: 0.5, max_score: null, member: student.member_id, location: placement.location.id, context: sandbox.data.context, data: { source_type: 'session', source_id: student.user_id } },
     ]);
+    expect(attempts.data?.points).toEqual({ [attempts.data!.attempts[0]!.id]: 20 });
 
     // Storage and files take a launch's api.token (GAP-28): the student's own, from the launch the
     // browser POSTed to the tool.

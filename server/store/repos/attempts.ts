@@ -42,6 +42,11 @@ export interface AttemptRecord {
   memberId: string;
   score: number;
   maxScore: number | null;
+  /**
+   * The gradebook column's points the score was published (or, failed, would have been published) against:
+   * `maxScore` when sent, else the column's points (OPS-50). Null for attempts recorded before it was kept.
+   */
+  points: number | null;
   comment: string;
   activityProgress: ActivityProgress;
   gradingProgress: GradingProgress;
@@ -64,6 +69,8 @@ export interface CreateAttemptInput {
   memberId: string;
   score: number;
   maxScore?: number | null;
+  /** The column's points the score is published against (OPS-50). */
+  points?: number | null;
   comment?: string;
   activityProgress?: ActivityProgress;
   gradingProgress?: GradingProgress;
@@ -94,6 +101,8 @@ interface StoredData {
   error: string;
   source_type: AttemptSourceType;
   source_id: string;
+  /** Not a contract field: the column's points (OPS-50), kept here so no migration is needed; absent on older rows. */
+  points?: number | null;
 }
 
 interface AttemptRow {
@@ -132,6 +141,7 @@ function recordOf(row: AttemptRow, data: StoredData): AttemptRecord {
     memberId: row.member_id,
     score: row.score,
     maxScore: row.max_score,
+    points: data.points ?? null,
     comment: row.comment,
     activityProgress: row.activity_progress,
     gradingProgress: row.grading_progress,
@@ -279,6 +289,7 @@ export class AttemptsRepo {
       error: input.outcome.error,
       source_type: input.sourceType,
       source_id: input.sourceType === 'session' ? (input.sourceId ?? '') : '',
+      ...(input.points != null ? { points: input.points } : {}),
     };
     const row: AttemptRow = {
       id,

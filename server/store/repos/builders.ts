@@ -1,4 +1,4 @@
-import { BUILDER_TOKEN_PREFIX, isWellFormedBuilderToken, newBuilderToken, newId, sha256Hex } from '../ids.js';
+import { isWellFormedBuilderToken, isWellFormedOperatorToken, newBuilderToken, newId, newOperatorToken, sha256Hex } from '../ids.js';
 import type { RepoContext } from './common.js';
 
 export type BuilderRole = 'builder' | 'platform';
@@ -43,8 +43,17 @@ function toBuilder(row: BuilderRow): BuilderRecord {
   };
 }
 
+/** The token's own prefix (`tisb_`, `tiso_`) and its last four characters. */
 function tokenHint(token: string): string {
-  return `${BUILDER_TOKEN_PREFIX}...${token.slice(-4)}`;
+  return `${token.slice(0, token.indexOf('_') + 1)}...${token.slice(-4)}`;
+}
+
+/**
+ * An operator (the `platform` role) gets `opr_` IDs and `tiso_` tokens, a builder `bld_` and `tisb_`
+ * (OPS-51). Operators made before keep their `bld_` ID and `tisb_` token: both still verify.
+ */
+function newToken(role: BuilderRole): string {
+  return role === 'platform' ? newOperatorToken() : newBuilderToken();
 }
 
 function normalizeEmail(email: string | null | undefined): string | null {
@@ -53,7 +62,7 @@ function normalizeEmail(email: string | null | undefined): string | null {
 }
 
 /**
- * Tool builders (dashboard users) and their membership in apps. Tokens are `tisb_` + 256 random bits,
+ * Tool builders (dashboard users) and their membership in apps. Tokens are `tisb_` (operators: `tiso_`) + 256 random bits,
  * stored as a SHA-256 digest and found by it: with that much entropy, looking a digest up in an index
  * reveals nothing an attacker can use, so no constant-time comparison is needed here.
  */
@@ -65,13 +74,14 @@ export class BuildersRepo {
     builder: BuilderRecord;
     token: string;
   }> {
-    const id = newId('bld');
-    const token = newBuilderToken();
+    const role = input.role ?? 'builder';
+    const id = newId(role === 'platform' ? 'opr' : 'bld');
+    const token = newToken(role);
     const now = this.ctx.clock.nowMs();
     await this.ctx.db.run(
       `INSERT INTO builders (id, name, email, role, token_hash, token_hint, created_at, updated_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-      [id, input.name, normalizeEmail(input.email), input.role ?? 'builder', sha256Hex(token), tokenHint(token), now, now],
+      [id, input.name, normalizeEmail(input.email), role, sha256Hex(token), tokenHint(token), now, now],
     );
     const builder = await this.get(id);
     if (!builder) throw new Error('builder vanished after insert');
@@ -95,12 +105,15 @@ export class BuildersRepo {
     return rows.map(toBuilder);
   }
 
+  /** A `tisb_` token is a builder's or, made before OPS-51, an operator's; a `tiso_` token only an operator's. */
   async verifyToken(token: string): Promise<BuilderRecord | null> {
-    if (!isWellFormedBuilderToken(token)) return null;
+    const operatorOnly = isWellFormedOperatorToken(token);
+    if (!operatorOnly && !isWellFormedBuilderToken(token)) return null;
     const row = await this.ctx.db.get<BuilderRow>(`SELECT ${COLUMNS} FROM builders b WHERE b.token_hash = ? AND b.revoked_at IS NULL`, [
       sha256Hex(token),
     ]);
-    return row ? toBuilder(row) : null;
+    if (!row || (operatorOnly && row.role !== 'platform')) return null;
+    return toBuilder(row);
   }
 
   /** The platform team's named operators (decision OPS-02), revoked ones included, oldest first. */
@@ -123,7 +136,9 @@ export class BuildersRepo {
 
   /** The old token stops working at once. Null when no such builder. */
   async rotateToken(id: string): Promise<string | null> {
-    const token = newBuilderToken();
+    const existing = await this.get(id);
+    if (!existing) return null;
+    const token = newToken(existing.role);
     const result = await this.ctx.db.run(
       'UPDATE builders SET token_hash = ?, token_hint = ?, updated_at = ? WHERE id = ?',
       [sha256Hex(token), tokenHint(token), this.ctx.clock.nowMs(), id],

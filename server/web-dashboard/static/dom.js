@@ -68,10 +68,13 @@ export function copyButton(text, label) {
   const button = h('button', { type: 'button', class: 'small copy', 'aria-label': label }, 'Copy');
   button.addEventListener('click', () => {
     const value = text();
+    // The accessible name keeps containing the visible word (axe: label-content-name-mismatch).
     const done = (ok) => {
       button.textContent = ok ? 'Copied' : 'Copy failed';
+      button.setAttribute('aria-label', `${label}: ${ok ? 'copied' : 'copy failed'}`);
       setTimeout(() => {
         button.textContent = 'Copy';
+        button.setAttribute('aria-label', label);
       }, 2000);
     };
     const fallback = () => {

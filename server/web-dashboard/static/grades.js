@@ -40,7 +40,7 @@ function renderGradebook(ctx, gradebook) {
   }
   container.replaceChildren(...gradebook.columns.map((column) =>
     h('div', { class: 'column', 'data-line-item': column.line_item_id },
-      h('h4', {}, column.label, ' ', h('span', { class: 'muted' }, `${column.score_maximum} points, grades ${column.grades_released ? 'released' : 'hidden from students'}`)),
+      h('h4', {}, column.label, ' ', h('span', { class: 'muted' }, `${points(column.score_maximum)} points, grades ${column.grades_released ? 'released' : 'hidden from students'}`)),
       column.scores.length === 0
         ? h('p', { class: 'muted' }, 'No scores yet.')
         : h('div', { class: 'scroll' }, h('table', { class: 'grid' },
@@ -49,7 +49,7 @@ function renderGradebook(ctx, gradebook) {
             h('tr', { 'data-member': score.member_id },
               h('td', {}, score.role),
               h('td', {}, person(ctx, score.member_id)),
-              h('td', { class: 'score' }, `${score.score_given ?? '–'} / ${score.score_maximum ?? '–'}`),
+              h('td', { class: 'score' }, pointsScore(score.score_given, score.score_maximum)),
               h('td', {}, score.comment ?? ''),
               h('td', {}, score.activity_progress),
               h('td', {}, score.grading_progress),
@@ -79,6 +79,26 @@ function person(ctx, id) {
   return name === null ? idChip(id) : h('span', { title: id }, name);
 }
 
+/** Points as people write them: at most two decimals, no trailing zeros. */
+function points(value) {
+  return String(Math.round(value * 100) / 100);
+}
+
+/** A score the LMS holds in points: `10 / 30 (33%)`. */
+function pointsScore(given, maximum) {
+  if (given === null || maximum === null || maximum <= 0) return `${given === null ? '–' : points(given)} / ${maximum === null ? '–' : points(maximum)}`;
+  return `${points(given)} / ${points(maximum)} (${Math.round((given / maximum) * 100)}%)`;
+}
+
+/**
+ * An attempt's score (the contract's 0-to-1 fraction) against the column's points it was published with
+ * (OPS-50): `10 / 30 (33%)`; only the percentage for an attempt recorded before the points were kept.
+ */
+function fractionScore(fraction, maximum) {
+  const percent = `${Math.round(fraction * 100)}%`;
+  return maximum === null ? percent : `${points(fraction * maximum)} / ${points(maximum)} (${percent})`;
+}
+
 async function loadHistory(ctx) {
   const page = await api('GET', `${appPath(ctx.appId)}/grades`, { query: { cursor: historyCursor } });
   historyCursor = page.next_cursor;
@@ -87,8 +107,7 @@ async function loadHistory(ctx) {
     h('tr', { 'data-attempt': attempt.id },
       h('td', {}, localTime(attempt.submitted)),
       h('td', {}, badge(attempt.status)),
-      h('td', {}, String(attempt.score)),
-      h('td', {}, attempt.max_score === null ? '' : String(attempt.max_score)),
+      h('td', { class: 'score' }, fractionScore(attempt.score, page.points[attempt.id] ?? attempt.max_score)),
       h('td', {}, `${attempt.activity_progress}, ${attempt.grading_progress}`),
       h('td', {}, person(ctx, attempt.member)),
       h('td', {}, idChip(attempt.location)),

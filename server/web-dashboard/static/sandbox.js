@@ -1,7 +1,7 @@
 // The Sandbox tab: the trial course and its copies, the picker, placements, launches as any trial user,
 // copying the trial course and the reset. Every action is one call of the dashboard API.
 import { api, appPath, detailOf } from './api.js';
-import { badge, busy, byId, h, idChip, labelCells, localTime, say } from './dom.js';
+import { badge, busy, byId, h, idChip, labelCells, localTime, say, shortened } from './dom.js';
 import { renderPicker } from './picker.js';
 
 /** SandboxRole, in the order the spec lists the trial users. */
@@ -18,10 +18,23 @@ export function courseName(course) {
   return `${course.course.name}${label}${course.parent_context === null ? ', trial course' : `, copy of ${course.parent_context}`}`;
 }
 
-/** Lists the Sandbox courses and selects `context`, or the trial course when `context` is gone (a reset). */
+/**
+ * Lists the Sandbox courses and selects `context`, or the trial course when `context` is gone (a reset).
+ * The trial course and the copies are option groups, so an option says only the course's name and code
+ * (and a copy its shortened ID) and fits a phone's width (issue 29).
+ */
 export function fillCourseSelect(select, sandbox, context) {
   const courses = coursesOf(sandbox);
-  select.replaceChildren(...courses.map((course) => h('option', { value: course.context }, courseName(course))));
+  const option = (course) => {
+    const label = course.course.label === null ? '' : ` (${course.course.label})`;
+    const which = course.parent_context === null ? '' : `, ${shortened(course.context)}`;
+    return h('option', { value: course.context }, `${course.course.name}${label}${which}`);
+  };
+  const copies = courses.filter((course) => course.parent_context !== null);
+  select.replaceChildren(
+    h('optgroup', { label: 'Trial course' }, option(courses[0])),
+    ...(copies.length === 0 ? [] : [h('optgroup', { label: 'Copies of the trial course' }, copies.map(option))]),
+  );
   select.value = courses.some((course) => course.context === context) ? context : sandbox.context;
 }
 

@@ -279,7 +279,7 @@ describe('grade history', () => {
   it('every attempt, newest first, filtered and paged; empty for a new tool', async () => {
     const { appId } = await register(ana);
     const empty = await ana.call('GET', `/apps/${appId}/grades`);
-    expect(empty.body).toEqual({ attempts: [], next_cursor: null });
+    expect(empty.body).toEqual({ attempts: [], points: {}, next_cursor: null });
     await platform('POST', `/apps/${appId}/activate`);
     const placed = await placeLocation(server, { app: appId, type: 'assessment', points: 10 });
     const student = await launch(server, { placed, groups: ['student'] });
@@ -292,8 +292,10 @@ describe('grade history', () => {
       });
       expect(submitted.status).toBe(200);
     }
-    const history = await ana.call<{ attempts: Array<Record<string, unknown>>; next_cursor: string | null }>('GET', `/apps/${appId}/grades`);
+    const history = await ana.call<{ attempts: Array<Record<string, unknown>>; points: Record<string, number>; next_cursor: string | null }>('GET', `/apps/${appId}/grades`);
     expect(history.body.attempts.map((a) => a['score'])).toEqual([1, 0.75, 0.5]);
+    // No max_score was sent: the points are the location's the scores were published against (OPS-50).
+    expect(history.body.attempts.map((a) => [a['max_score'], history.body.points[a['id'] as string]])).toEqual([[null, 10], [null, 10], [null, 10]]);
     expect(history.body.attempts[0]).toMatchObject({ app: appId, context: placed.context.id, location: placed.location.id, status: 'success' });
     const mine = await platform<{ attempts: Array<Record<string, unknown>> }>('GET', `/apps/${appId}/grades?member_id=${student.member.id}`);
     expect(mine.body.attempts.map((a) => a['score'])).toEqual([0.75, 0.5]);

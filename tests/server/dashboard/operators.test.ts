@@ -3,9 +3,11 @@
  * an operator, the operator's own token has the platform team's rights, every platform action is logged
  * with who, what and when, and a revoked operator's token stops at once while the log keeps its name.
  */
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from '../harness.js';
 import { startServer } from '../harness.js';
+import { sha256Hex } from '../../../server/store/ids.js';
 import type { Caller } from './helpers.js';
 import { caller, createBuilder, expectProblem, platformToken, register } from './helpers.js';
 
@@ -37,8 +39,10 @@ describe('operators', () => {
     });
     expect(created.status).toBe(201);
     expect(created.headers.get('cache-control')).toBe('no-store');
-    expect(created.body.token).toMatch(/^tisb_[A-Za-z0-9_-]{43}$/);
-    expect(created.body.operator).toMatchObject({ name: 'Kofi Mensah', revoked: null, token_hint: `tisb_...${created.body.token.slice(-4)}` });
+    // An operator's own prefixes, not a builder's (OPS-51).
+    expect(created.body.token).toMatch(/^tiso_[A-Za-z0-9_-]{43}$/);
+    expect(created.body.operator).toMatchObject({ name: 'Kofi Mensah', revoked: null, token_hint: `tiso_...${created.body.token.slice(-4)}` });
+    expect(created.body.operator['id']).toMatch(/^opr_[a-z0-9]{20,}$/);
     const operatorId = String(created.body.operator['id']);
     const kofi = caller(server, created.body.token);
 
@@ -79,6 +83,22 @@ describe('operators', () => {
     expect(revocations[0]).toMatchObject({ target: operatorId, detail: { name: 'Kofi Mensah' } });
   });
 
+  it('an operator made before OPS-51 keeps its bld_ ID and tisb_ token: both still work', async () => {
+    // The row as the service wrote it before operators had their own prefixes.
+    const token = `tisb_${randomBytes(32).toString('base64url')}`;
+    const id = `bld_legacyoperator${Date.now()}`;
+    await server.services.store.driver.run(
+      `INSERT INTO builders (id, name, email, role, token_hash, token_hint, created_at, updated_at) VALUES (?, ?, ?, 'platform', ?, ?, ?, ?)`,
+      [id, 'Old Ops', `old.${Date.now()}@northwind.example`, sha256Hex(token), `tisb_...${token.slice(-4)}`, Date.now(), Date.now()],
+    );
+    const old = caller(server, token);
+    expect((await old('GET', '/me')).body).toEqual({ kind: 'platform', builder: null });
+    const listed = await old<{ operators: Array<{ id: string; token_hint: string }> }>('GET', '/operators');
+    expect(listed.body.operators.find((o) => o.id === id)?.token_hint).toBe(`tisb_...${token.slice(-4)}`);
+    expect((await bootstrap('DELETE', `/operators/${id}`)).status).toBe(204);
+    expectProblem(await old('GET', '/me'), 401, 'invalid_bearer_token');
+  });
+
   it('pages the audit log by cursor with no entry twice', async () => {
     const builder = await createBuilder(server, bootstrap, 'Pager');
     const { appId } = await register(builder);
@@ -103,7 +123,13 @@ describe('operators', () => {
     // A builder is not an operator: revoking one by ID answers 404 and its token keeps working.
     expectProblem(await bootstrap('DELETE', `/operators/${builder.id}`), 404, 'operator_not_found');
     expect((await builder.call('GET', '/me')).status).toBe(200);
-    expectProblem(await bootstrap('POST', '/operators', { name: 'Dup', email: builder.email }), 409, 'builder_email_taken');
+    expectProblem(await bootstrap('POST', '/operators', { name: 'Dup', email: builder.email }), 409, 'builder_email_taken', `a builder with the email ${builder.email} already exists`);
+    const email = `ops.${Date.now()}@northwind.example`;
+    expect((await bootstrap('POST', '/operators', { name: 'Ops', email })).status).toBe(201);
+    expectProblem(await bootstrap('POST', '/operators', { name: 'Ops 2', email }), 409, 'operator_email_taken', `an operator with the email ${email} already exists`);
+    expectProblem(await bootstrap('POST', '/builders', { name: 'Ops 3', email }), 409, 'operator_email_taken', `an operator with the email ${email} already exists`);
+    // A builder's token is not an operator's: the same secret under the operator prefix is refused.
+    expectProblem(await caller(server, builder.token.replace(/^tisb_/, 'tiso_'))('GET', '/me'), 401, 'invalid_bearer_token');
     expectProblem(await bootstrap('POST', '/operators', { email: 'a@northwind.example' }), 422, 'field_required', 'name is required');
     expectProblem(await bootstrap('POST', '/operators', { name: 'A', email: 'nope' }), 422, 'invalid_email', 'email must be an email address');
     expectProblem(await bootstrap('POST', '/operators', { name: 'A', email: 'a@b.example', role: 'x' }), 422, 'unknown_field', 'unknown field: role');
