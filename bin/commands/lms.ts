@@ -1,11 +1,24 @@
 /**
- * `tis lms list|show|activate|deactivate|add`: the platform team's LMS registrations (decisions LTI-06,
- * LTI-07, LTI-64), over the dashboard API like every `tis` command.
+ * `tis lms list|show|activate|deactivate|add|refusals|refusal`: the platform team's LMS registrations
+ * and their refused messages (decisions LTI-06, LTI-07, LTI-64, LTI-126), over the dashboard API like
+ * every `tis` command.
  */
 import type { Command, CommandContext, OptionSpec, Schemas } from './command.js';
 import { check, show, stringOption, table, UsageError } from './command.js';
 
 type Registration = Schemas['LmsRegistration'];
+type Refusal = Schemas['LmsRefusal'];
+
+function describeRefusal(r: Refusal): string[] {
+  return [
+    `${r.report_id} ${r.created} ${r.message} refused (${r.code}, HTTP ${r.status})`,
+    `  registration: ${r.registration_id ?? '(none: no registration for this issuer and client)'}`,
+    ...(r.issuer !== null ? [`  issuer: ${r.issuer}${r.client_id !== null ? `, client ${r.client_id}` : ''}${r.deployment_id !== null ? `, deployment ${r.deployment_id}` : ''}`] : []),
+    `  reason: ${r.reason}`,
+    `  what to change: ${r.advice}`,
+    `  detail: ${r.detail}`,
+  ];
+}
 
 function describe(r: Registration): string[] {
   return [
@@ -17,6 +30,7 @@ function describe(r: Registration): string[] {
     `  auth_url: ${r.auth_url}`,
     `  token_url: ${r.token_url}${r.token_audience !== null ? ` (audience ${r.token_audience})` : ''}`,
     `  jwks_url: ${r.jwks_url}`,
+    `  grades: ${r.grades.publishable ? 'published' : 'cannot be published'}; ${r.grades.explanation}`,
   ];
 }
 
@@ -112,6 +126,28 @@ export const commands: Command[] = [
         }),
       );
       show(ctx, r, () => describe(r));
+    },
+  },
+  {
+    name: 'lms refusals',
+    summary: "A registration's refused logins, launches and Deep Linking messages, newest first, with the reason and what to change.",
+    token: 'platform',
+    args: ['registration_id'],
+    async run(ctx) {
+      const registration_id = registrationId(ctx);
+      const list = check(await ctx.client.GET('/dashboard/v1/lms/{registration_id}/refusals', { params: { path: { registration_id } } }));
+      show(ctx, list, () => (list.refusals.length === 0 ? ['no refusals kept (the last 200, 30 days)'] : list.refusals.flatMap(describeRefusal)));
+    },
+  },
+  {
+    name: 'lms refusal',
+    summary: 'One refused message, by the report ID its page showed.',
+    token: 'platform',
+    args: ['report_id'],
+    async run(ctx) {
+      const report_id = ctx.args['report_id'] ?? '';
+      const r = check(await ctx.client.GET('/dashboard/v1/lms-refusals/{report_id}', { params: { path: { report_id } } }));
+      show(ctx, r, () => describeRefusal(r));
     },
   },
 ];

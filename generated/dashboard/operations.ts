@@ -382,6 +382,20 @@ export const operations = {
     security: [['platformToken']],
     tag: 'LMS registrations',
   },
+  listLmsRefusals: {
+    id: 'listLmsRefusals',
+    method: 'GET',
+    path: '/dashboard/v1/lms/{registration_id}/refusals',
+    security: [['platformToken']],
+    tag: 'LMS registrations',
+  },
+  getLmsRefusal: {
+    id: 'getLmsRefusal',
+    method: 'GET',
+    path: '/dashboard/v1/lms-refusals/{report_id}',
+    security: [['platformToken']],
+    tag: 'LMS registrations',
+  },
   openLaunchPage: {
     id: 'openLaunchPage',
     method: 'GET',
@@ -662,6 +676,16 @@ export type ActivateLmsRegistrationResponses = OperationTypes['activateLmsRegist
 export type DeactivateLmsRegistrationParams = OperationTypes['deactivateLmsRegistration']['parameters'];
 export type DeactivateLmsRegistrationBody = never;
 export type DeactivateLmsRegistrationResponses = OperationTypes['deactivateLmsRegistration']['responses'];
+
+/** GET /dashboard/v1/lms/{registration_id}/refusals: List a registration's refused logins, launches and Deep Linking messages */
+export type ListLmsRefusalsParams = OperationTypes['listLmsRefusals']['parameters'];
+export type ListLmsRefusalsBody = never;
+export type ListLmsRefusalsResponses = OperationTypes['listLmsRefusals']['responses'];
+
+/** GET /dashboard/v1/lms-refusals/{report_id}: Find a refused message by the report ID its page showed */
+export type GetLmsRefusalParams = OperationTypes['getLmsRefusal']['parameters'];
+export type GetLmsRefusalBody = never;
+export type GetLmsRefusalResponses = OperationTypes['getLmsRefusal']['responses'];
 
 /** GET /launch/{ticket}: Hand the browser over to the tool */
 export type OpenLaunchPageParams = OperationTypes['openLaunchPage']['parameters'];

@@ -1196,6 +1196,61 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/dashboard/v1/lms/{registration_id}/refusals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description An LMS registration's ID (`lreg_` prefix). Opaque; do not parse it (decision L-09).
+                 * @example lreg_5h8k1n4q7t0w3z6c9f2j5m8p1s
+                 */
+                registration_id: components["parameters"]["RegistrationId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a registration's refused logins, launches and Deep Linking messages
+         * @description Platform team only. Newest first: at most the last 200, none older than 30 days (decision LTI-126),
+         *     each with the report ID its page showed, the reason in plain words and what to change.
+         */
+        get: operations["listLmsRefusals"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dashboard/v1/lms-refusals/{report_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The report ID a refusal page showed (`req_` prefix, or the caller's own `Request-Id`).
+                 * @example req_01JDQ3V9K4M2N8P5R7T0W6Y1Z3
+                 */
+                report_id: components["parameters"]["ReportId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Find a refused message by the report ID its page showed
+         * @description Platform team only. Also finds a refusal of a message whose issuer or client has no registration
+         *     (`registration_id` null) (decision LTI-126). The path is `/lms-refusals/{report_id}`, not
+         *     `/lms/refusals/{report_id}`: that one would be ambiguous with `/lms/{registration_id}/activate` (LTI-125).
+         */
+        get: operations["getLmsRefusal"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/launch/{ticket}": {
         parameters: {
             query?: never;
@@ -2253,6 +2308,7 @@ export interface components {
             product_family_code: string | null;
             /** @description The AGS scopes the platform granted. Without the line-item scope, `max_score` is refused. */
             scopes: string[];
+            grades: components["schemas"]["LmsGrades"];
             status: components["schemas"]["LmsRegistrationStatus"];
             /**
              * @description Dynamic Registration, or entered by hand.
@@ -2304,6 +2360,64 @@ export interface components {
             title?: string | null;
             /** @description The AGS scopes the platform grants; default all four. */
             scopes?: string[];
+        };
+        /**
+         * LmsGrades
+         * @description Whether grades reach this LMS, read from the AGS scopes it granted (decisions LTI-121, LTI-122). Without
+         *     the score scope, launches from this LMS carry `grade.submit` null (the tool is told there is no
+         *     gradebook column, instead of being handed a URL whose every attempt the LMS would refuse). Without the
+         *     line-item scope, the service cannot create a gradebook column for a link a teacher added by hand (the
+         *     launch then names only the `lineitems` container), nor change a column's points for `max_score`.
+         */
+        LmsGrades: {
+            /** @description The registration grants the AGS score scope. */
+            publishable: boolean;
+            /** @description The registration grants the score and line-item scopes, so the service creates a link's missing line item. */
+            creates_line_items: boolean;
+            /** @description In plain words, for the LMS's administrator, what this means and, when something is missing, what to change in the LMS. */
+            explanation: string;
+        };
+        /**
+         * LmsRefusal
+         * @description A login, launch, Deep Linking message or Dynamic Registration the service refused (decision LTI-126), kept
+         *     under the report ID the person's page showed: the last 200 per registration, none older than 30 days. A
+         *     message naming no registration the service knows is kept too (`registration_id` null), findable by its
+         *     report ID. Never a token or a secret: `issuer`, `client_id` and `deployment_id` are what the message
+         *     claimed (unverified when the refusal came before verification), `detail` is the service's own sentence.
+         */
+        LmsRefusal: {
+            /** @description The report ID the refusal page showed (the request's `Request-Id`). */
+            report_id: string;
+            /** @description The registration the message came from or claimed to; null when the service has none for its issuer and client. */
+            registration_id: string | null;
+            /** @description The issuer the message named, when it named one. */
+            issuer: string | null;
+            client_id: string | null;
+            deployment_id: string | null;
+            /**
+             * @description Which LMS message was refused.
+             * @enum {string}
+             */
+            message: "registration" | "login" | "launch" | "deep_linking";
+            /** @description The refusal's code, as in the service's log (`state_not_bound`, `expired`, `unknown_registration`, ...). */
+            code: string;
+            /** @description The HTTP status of the refusal page. */
+            status: number;
+            /** @description Why, in plain words. */
+            reason: string;
+            /** @description What to change (in the LMS, the registration or the browser). */
+            advice: string;
+            /** @description What the service found, in its technical words (at most 500 characters). */
+            detail: string;
+            /** Format: date-time */
+            created: string;
+        };
+        /**
+         * LmsRefusalList
+         * @description A registration's kept refusals, newest first (at most 200, none older than 30 days).
+         */
+        LmsRefusalList: {
+            refusals: components["schemas"]["LmsRefusal"][];
         };
     };
     responses: {
@@ -2466,6 +2580,15 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description No refusal is kept under this report ID (never refused, or older than the bound). */
+        LmsRefusalNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
     };
     parameters: {
         /**
@@ -2537,6 +2660,11 @@ export interface components {
          * @example lreg_5h8k1n4q7t0w3z6c9f2j5m8p1s
          */
         RegistrationId: string;
+        /**
+         * @description The report ID a refusal page showed (`req_` prefix, or the caller's own `Request-Id`).
+         * @example req_01JDQ3V9K4M2N8P5R7T0W6Y1Z3
+         */
+        ReportId: string;
     };
     requestBodies: never;
     headers: never;
@@ -5178,6 +5306,64 @@ export interface operations {
             403: components["responses"]["PlatformOnly"];
             404: components["responses"]["LmsRegistrationNotFound"];
             409: components["responses"]["SandboxLmsRegistrationKept"];
+        };
+    };
+    listLmsRefusals: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description An LMS registration's ID (`lreg_` prefix). Opaque; do not parse it (decision L-09).
+                 * @example lreg_5h8k1n4q7t0w3z6c9f2j5m8p1s
+                 */
+                registration_id: components["parameters"]["RegistrationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The registration's kept refusals. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LmsRefusalList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PlatformOnly"];
+            404: components["responses"]["LmsRegistrationNotFound"];
+        };
+    };
+    getLmsRefusal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The report ID a refusal page showed (`req_` prefix, or the caller's own `Request-Id`).
+                 * @example req_01JDQ3V9K4M2N8P5R7T0W6Y1Z3
+                 */
+                report_id: components["parameters"]["ReportId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The refusal. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LmsRefusal"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PlatformOnly"];
+            404: components["responses"]["LmsRefusalNotFound"];
         };
     };
     openLaunchPage: {

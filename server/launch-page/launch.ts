@@ -25,6 +25,7 @@ import type { AppRecord } from '../store/index.js';
 import type { RenderedPage } from './pages.js';
 import { launchFormPage, messagePage } from './pages.js';
 import { readTicketPayload } from './tickets.js';
+import { AGS_SCOPE } from '../lti/vocabulary.js';
 
 /** How often the Provisioning page reloads itself, and when the not-set-up page tries again. */
 export const PROVISIONING_REFRESH_SECONDS = 3;
@@ -215,6 +216,7 @@ export async function deliverLaunch(
   const organization = await store.organizations.get(context.organizationId);
   const user = await store.users.get(member.userId);
   if (!organization || !user) throw new Error(`course ${context.id} or member ${member.id} lost its school or person`);
+  const scopes = await store.lti.scopesOf(organization.issuer, organization.client);
   let launchData: string;
   let exp: number;
   try {
@@ -237,6 +239,8 @@ export async function deliverLaunch(
       placement: { appId: app.id, locationId: placement.locationId, resourceLink: placement.resourceLink },
       // The Sandbox of a tool pinned to 2026-08-25 is that contract's Test tab, whose launches are trials (GAP-43).
       trial: available.sandbox && app.contractVersion === '2026-08-25',
+      // A registration without the AGS score scope takes no grades: the launch says so (LTI-121).
+      scoresAccepted: scopes === null || scopes.includes(AGS_SCOPE.score),
     });
     launchData = outcome.token;
     exp = outcome.claims.exp;

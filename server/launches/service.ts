@@ -78,6 +78,11 @@ export interface LaunchInput {
   trial?: boolean;
   /** Claims shape; defaults to the tool's pinned contract (NS-18). */
   contractVersion?: string;
+  /**
+   * False when the school's LMS takes no scores from the service (its registration lacks the AGS score
+   * scope): the launch then has no gradebook column, whatever the placement holds (LTI-121).
+   */
+  scoresAccepted?: boolean;
 }
 
 export interface LaunchOutcome {
@@ -234,7 +239,7 @@ export class LaunchService {
         throw new LaunchError('location_deleted', LOCATION_DELETED_MESSAGE(location.id));
       }
       const { placement, created } = await this.placement(tx, app, context, location, input.placement);
-      const hasLineItem = placement.lineItemId !== null;
+      const hasLineItem = placement.lineItemId !== null && input.scoresAccepted !== false;
       const launch = await tx.launches.create({
         appId: app.id,
         placementId: placement.id,
@@ -282,7 +287,7 @@ export class LaunchService {
         launchId: recorded.launch.id,
         placed: { location: recorded.location, entry: recorded.placement.entry },
         resourceLink: recorded.placement.resourceLink,
-        hasLineItem: recorded.placement.lineItemId !== null,
+        hasLineItem: recorded.launch.gradePassback,
         apiToken: recorded.issued.token,
       },
       input.contractVersion ?? recorded.app.contractVersion,

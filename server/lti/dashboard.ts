@@ -1,7 +1,7 @@
 /**
  * The platform team's LMS registrations in the dashboard API (tag LMS registrations; decisions LTI-06,
- * LTI-07): list, show, add by hand, activate, deactivate; the Sandbox's own registration apart (LTI-100).
- * Registered in `server/dashboard/mount.ts`.
+ * LTI-07): list, show, add by hand, activate, deactivate; the Sandbox's own registration apart (LTI-100);
+ * the refusals kept per registration and by report ID (LTI-126). Registered in `server/dashboard/mount.ts`.
  */
 import { responses, schemas } from '../../generated/dashboard/schemas.js';
 import type { components, operations } from '../../generated/dashboard/types.js';
@@ -10,11 +10,43 @@ import { Problem } from '../http/problem.js';
 import type { Handlers } from '../http/registry.js';
 import { withGuard } from '../http/registry.js';
 import { dashboardGuard } from '../dashboard/guard.js';
-import type { LtiRegistrationRecord } from '../store/index.js';
+import type { LtiRefusalRecord, LtiRegistrationRecord } from '../store/index.js';
 import { isoFromMs } from '../store/index.js';
+import { createsLineItems, grantsScores } from './line-items.js';
 import { registerManually } from './registration.js';
 
 type RegistrationJson = components['schemas']['LmsRegistration'];
+type RefusalJson = components['schemas']['LmsRefusal'];
+
+const GRADES_MESSAGES = schemas.LmsGrades['x-messages'];
+
+/** Whether grades reach the LMS, and why not (LTI-121), in the spec's words. */
+export function gradesJson(r: Pick<LtiRegistrationRecord, 'scopes'>): RegistrationJson['grades'] {
+  const publishable = grantsScores(r);
+  const creates = createsLineItems(r);
+  return {
+    publishable,
+    creates_line_items: creates,
+    explanation: !publishable ? GRADES_MESSAGES.no_score_scope : creates ? GRADES_MESSAGES.all_granted : GRADES_MESSAGES.no_line_item_scope,
+  };
+}
+
+export function refusalJson(r: LtiRefusalRecord): RefusalJson {
+  return {
+    report_id: r.reportId,
+    registration_id: r.registrationId,
+    issuer: r.issuer,
+    client_id: r.clientId,
+    deployment_id: r.deploymentId,
+    message: r.message,
+    code: r.code,
+    status: r.status,
+    reason: r.reason,
+    advice: r.advice,
+    detail: r.detail,
+    created: isoFromMs(r.createdAt),
+  };
+}
 
 export const LMS_REGISTRATION_OPERATION_IDS = [
   'listLmsRegistrations',
@@ -22,6 +54,8 @@ export const LMS_REGISTRATION_OPERATION_IDS = [
   'getLmsRegistration',
   'activateLmsRegistration',
   'deactivateLmsRegistration',
+  'listLmsRefusals',
+  'getLmsRefusal',
 ] as const;
 
 type LmsRegistrationOperationId = (typeof LMS_REGISTRATION_OPERATION_IDS)[number];
@@ -49,6 +83,7 @@ export function registrationJson(r: LtiRegistrationRecord, services: Pick<Servic
     title: sandbox ? schemas.LmsRegistration['x-messages'].sandbox_title : r.title,
     product_family_code: r.productFamilyCode,
     scopes: r.scopes,
+    grades: gradesJson(r),
     status: r.status,
     method: r.method,
     sandbox,
@@ -116,5 +151,23 @@ export const lmsRegistrationHandlers: Handlers<Pick<operations, LmsRegistrationO
     if (!updated) throw notFound(ctx.params.registration_id);
     ctx.log.info('lms registration deactivated', { registration: updated.id });
     return { status: 200, body: registrationJson(updated, ctx.services) };
+  }),
+
+  listLmsRefusals: withGuard(dashboardGuard<operations['listLmsRefusals']>('platform'), async (ctx) => {
+    const found = await ctx.services.store.lti.getRegistration(ctx.params.registration_id);
+    if (!found) throw notFound(ctx.params.registration_id);
+    return { status: 200, body: { refusals: (await ctx.services.store.ltiRefusals.listForRegistration(found.id)).map(refusalJson) } };
+  }),
+
+  getLmsRefusal: withGuard(dashboardGuard<operations['getLmsRefusal']>('platform'), async (ctx) => {
+    const found = await ctx.services.store.ltiRefusals.get(ctx.params.report_id);
+    if (!found) {
+      throw new Problem(
+        404,
+        'lms_refusal_not_found',
+        `no refusal is kept under report ID ${ctx.params.report_id} (refusals are kept 30 days, 200 per registration)`,
+      );
+    }
+    return { status: 200, body: refusalJson(found) };
   }),
 };

@@ -14,6 +14,7 @@ import type { AppRecord, LtiDeepLinkRecord, PlacementRecord } from '../store/ind
 import type { Picker } from '../placements/index.js';
 import type { VerifiedLaunch } from './id-token.js';
 import type { LaunchParties } from './launch.js';
+import { agsUrlsOf, withLinkColumn } from './line-items.js';
 import { deepLinkingResponsePage, linkNotChosenPage, locationsPage, toolsPage } from './picker-page.js';
 import type { LtiRefusal } from './refusals.js';
 import { refuse } from './refusals.js';
@@ -64,6 +65,8 @@ export async function startDeepLinking(services: Services, launch: VerifiedLaunc
     data,
     acceptMultiple: settings['accept_multiple'] !== false,
     expiresAt: services.clock.nowMs() + CHOICE_TTL_MS,
+    lineItemUrl: null,
+    lineItemsUrl: null,
   });
   return { kind: 'page', page: await toolsStep(services, choice, 'Choose the tool whose activities you want to add to your course.') };
 }
@@ -80,6 +83,9 @@ export async function startLinkChoice(services: Services, launch: VerifiedLaunch
     data: null,
     acceptMultiple: false,
     expiresAt: services.clock.nowMs() + CHOICE_TTL_MS,
+    // The launch's AGS claim, so the launch that places the link carries its column (LTI-120).
+    lineItemUrl: agsUrlsOf(launch.claims).lineItem,
+    lineItemsUrl: agsUrlsOf(launch.claims).lineItems,
   });
   return {
     kind: 'page',
@@ -164,7 +170,13 @@ async function cancelChoice(services: Services, choice: LtiDeepLinkRecord): Prom
 }
 
 async function launchChosen(services: Services, choice: LtiDeepLinkRecord, placement: PlacementRecord): Promise<ChoiceOutcome> {
-  const bound = await services.store.lti.bindResourceLink(choice.organizationId, choice.resourceLinkId as string, placement.id);
+  const resourceLinkId = choice.resourceLinkId as string;
+  const bound = await services.store.lti.bindResourceLink(choice.organizationId, resourceLinkId, placement.id);
+  const registration = await services.store.lti.getRegistration(choice.registrationId);
+  const placed = bound === placement.id ? placement : await services.store.placements.get(bound);
+  if (registration && placed) {
+    await withLinkColumn(services, { registration, organizationId: choice.organizationId, resourceLinkId, lineItem: choice.lineItemUrl, lineItems: choice.lineItemsUrl }, placed);
+  }
   const ticket = await issueLaunchTicket(services, { placementId: bound, memberId: choice.memberId });
   return { kind: 'redirect', location: ticket.launchUrl };
 }

@@ -10,6 +10,7 @@ import { isIP } from 'node:net';
 import { pinnedLookup } from '../../rules/endpoint-url.js';
 import type { LmsEndpointField, ToolHttpClient } from '../outbound/index.js';
 import { OUTBOUND_USER_AGENT } from '../outbound/index.js';
+import type { LmsExchange } from '../scores/lms-registry.js';
 import type { OwnLms } from './urls.js';
 import { ownLmsTarget } from './urls.js';
 
@@ -237,13 +238,23 @@ export function lmsFetch(lms: LmsHttp, field: LmsEndpointField) {
   };
 }
 
+/** The endpoint field each AGS party's URL is checked and reported as. */
+const PARTY_FIELDS: Readonly<Record<LmsExchange['party'], LmsEndpointField>> = {
+  token_endpoint: 'token_endpoint',
+  lineitem: 'lineitem',
+  lineitems: 'lineitems',
+  scores: 'scores',
+};
+
 /**
  * The AGS publisher's plain exchange with a school's LMS (PERF-46): the same rules, pinning, timer and
  * body cap as `lmsFetch`, without building fetch's Headers and Response around each request.
  */
-export function lmsExchange(lms: LmsHttp, field: LmsEndpointField) {
-  return async (request: { method: LmsRequest['method']; url: string; headers: Record<string, string>; body?: string }): Promise<{ status: number; body: string } | { failure: string }> => {
-    const answer = await lms.request({ ...request, field });
+export function lmsExchange(lms: LmsHttp) {
+  return async (request: LmsExchange): Promise<{ status: number; body: string } | { failure: string }> => {
+    // The failure names the endpoint the request went to (LTI-124), not one field for all of them.
+    const { party, ...rest } = request;
+    const answer = await lms.request({ ...rest, field: PARTY_FIELDS[party] });
     return answer.ok ? { status: answer.status, body: answer.body } : { failure: answer.reason };
   };
 }

@@ -10,6 +10,7 @@ import type { ContextRecord, MemberRecord, OrganizationRecord, PlacementRecord, 
 import type { VerifiedLaunch } from './id-token.js';
 import type { LtiRefusal } from './refusals.js';
 import { refuse } from './refusals.js';
+import { agsUrlsOf, withLinkColumn } from './line-items.js';
 import { CLAIMS, PLACEMENT_PARAMETER } from './vocabulary.js';
 
 export interface LaunchParties {
@@ -98,19 +99,6 @@ export async function recordParties(services: Services, launch: VerifiedLaunch):
   return { ok: true, parties };
 }
 
-/** The AGS line item URL the launch brings for its resource link, if any. */
-export function lineItemOf(claims: Record<string, unknown>): string | null {
-  const ags = objectClaim(claims, CLAIMS.ags);
-  const url = ags ? text(ags['lineitem']) : null;
-  if (url === null) return null;
-  try {
-    new URL(url);
-    return url;
-  } catch {
-    return null;
-  }
-}
-
 export type PlacementLookup =
   | { kind: 'found'; placement: PlacementRecord }
   /** No placement claims this resource link yet. */
@@ -145,10 +133,8 @@ export async function placementFor(services: Services, launch: VerifiedLaunch, p
     const winner = await services.store.lti.bindResourceLink(organization.id, resourceLinkId, placement.id);
     if (winner !== placement.id) placement = (await services.store.placements.get(winner)) ?? placement;
   }
-  const lineItem = lineItemOf(launch.claims);
-  if (lineItem !== null && placement.entry.type === 'assessment' && placement.lineItemId !== lineItem) {
-    placement = (await services.store.placements.setLineItem(placement.id, lineItem)) ?? placement;
-  }
+  const ags = agsUrlsOf(launch.claims);
+  placement = await withLinkColumn(services, { registration: launch.registration, organizationId: organization.id, resourceLinkId, ...ags }, placement);
   return { kind: 'found', placement };
 }
 

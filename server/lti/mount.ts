@@ -19,6 +19,9 @@ import { judgeIdToken } from './id-token.js';
 import { placementFor, recordParties } from './launch.js';
 import { startLogin } from './login.js';
 import { askStatePage, refusalPage, registeredPage, storeStatePage } from './pages.js';
+import type { VerifiedLaunch } from './id-token.js';
+import type { RefusalSource } from './refusal-log.js';
+import { claimedMessage, claimedSender, keepRefusal } from './refusal-log.js';
 import type { LtiRefusal } from './refusals.js';
 import { refuse } from './refusals.js';
 import { canvasConfiguration, registerDynamically } from './registration.js';
@@ -33,7 +36,16 @@ type Route = (services: Services, req: Request, res: Response, ctx: RouteContext
 interface RouteContext {
   requestId: string;
   log: Logger;
+  services: Services;
 }
+
+/** Which LMS message each route's refusals are kept as (LTI-126). */
+const ROUTE_MESSAGES: Readonly<Record<string, RefusalSource['message']>> = {
+  '/lti/register': 'registration',
+  '/lti/login': 'login',
+  '/lti/launch': 'launch',
+  '/lti/deep-linking': 'deep_linking',
+};
 
 const ROUTES: Readonly<Record<string, { methods: readonly string[]; handle: Route }>> = {
   '/lti/register': { methods: ['GET'], handle: register },
@@ -57,11 +69,12 @@ export function ltiRoutes(services: Services): RequestHandler {
       return;
     }
     const log = (locals.log ?? services.log).child({ operation: `lti ${req.path}` });
+    const ctx: RouteContext = { requestId: locals.requestId, log, services };
     try {
-      await route.handle(services, req, res, { requestId: locals.requestId, log });
+      await route.handle(services, req, res, ctx);
     } catch (err) {
       if (err instanceof Problem && err.status < 500) {
-        writeRefusal(res, refuse(400, err.code, err.detail), { requestId: locals.requestId, log });
+        await writeRefusal(res, refuse(400, err.code, err.detail), ctx, { message: ROUTE_MESSAGES[req.path] ?? 'launch' });
         return;
       }
       log.error('lti route failed', { err });
@@ -74,9 +87,22 @@ export function ltiRoutes(services: Services): RequestHandler {
   };
 }
 
-function writeRefusal(res: Response, refusal: LtiRefusal, ctx: RouteContext): void {
+/** The refusal page with its report ID, after the refusal is kept for the LMS's administrator (LTI-126). */
+async function writeRefusal(res: Response, refusal: LtiRefusal, ctx: RouteContext, source: RefusalSource): Promise<void> {
   ctx.log.info('lti request refused', { reason: refusal.reason, code: refusal.code, status: refusal.status });
+  await keepRefusal(ctx.services, ctx.requestId, refusal, source);
   writePage(res, refusalPage(refusal, ctx.requestId));
+}
+
+/** A verified message's source: its registration, checked. */
+function verifiedSource(launch: VerifiedLaunch): RefusalSource {
+  return {
+    message: launch.messageType === MESSAGE_TYPES.deepLinking ? 'deep_linking' : 'launch',
+    registrationId: launch.registration.id,
+    issuer: launch.registration.issuer,
+    clientId: launch.registration.clientId,
+    deploymentId: launch.deploymentId,
+  };
 }
 
 /** The query (GET) or the form body (POST) as single strings; repeated names keep the first, except `extid`. */
@@ -112,7 +138,7 @@ async function register(services: Services, req: Request, res: Response, ctx: Ro
     { openidConfiguration: one['openid_configuration'], registrationToken: one['registration_token'] },
   );
   if (!outcome.ok) {
-    writeRefusal(res, refuse(outcome.status, 'registration_failed', outcome.reason), ctx);
+    await writeRefusal(res, refuse(outcome.status, 'registration_failed', outcome.reason), ctx, { message: 'registration' });
     return;
   }
   ctx.log.info('lti registration stored', { registration: outcome.registration.id, status: outcome.registration.status });
@@ -122,13 +148,14 @@ async function register(services: Services, req: Request, res: Response, ctx: Ro
 async function login(services: Services, req: Request, res: Response, ctx: RouteContext): Promise<void> {
   const { one } = await params(req);
   const outcome = await startLogin({ store: services.store, clock: services.clock, urls: new LtiUrls(services.config.publicUrl) }, one);
+  const source: RefusalSource = { message: 'login', issuer: one['iss'] ?? null, clientId: one['client_id'] ?? null, deploymentId: one['lti_deployment_id'] ?? null };
   if (!outcome.ok) {
-    writeRefusal(res, outcome.refusal, ctx);
+    await writeRefusal(res, outcome.refusal, ctx, source);
     return;
   }
   const auth = await services.lti.lms.check(outcome.registration.authUrl, 'authorization_endpoint');
   if (!auth.ok) {
-    writeRefusal(res, refuse(502, 'auth_url_rule', auth.message), ctx);
+    await writeRefusal(res, refuse(502, 'auth_url_rule', auth.message), ctx, { ...source, registrationId: outcome.registration.id });
     return;
   }
   if (outcome.storageTarget !== null) {
@@ -170,12 +197,15 @@ async function launch(services: Services, req: Request, res: Response, ctx: Rout
     return;
   }
   if (!judged.ok) {
-    writeRefusal(res, judged.refusal, ctx);
+    // Not verified: filed under the LMS the token claims to come from, to be found by its administrator.
+    const claimed = claimedSender(one['id_token']);
+    await writeRefusal(res, judged.refusal, ctx, { message: claimedMessage(one['id_token']), ...claimed });
     return;
   }
+  const source = verifiedSource(judged.launch);
   const recorded = await recordParties(services, judged.launch);
   if (!recorded.ok) {
-    writeRefusal(res, recorded.refusal, ctx);
+    await writeRefusal(res, recorded.refusal, ctx, source);
     return;
   }
   const { parties } = recorded;
@@ -186,20 +216,20 @@ async function launch(services: Services, req: Request, res: Response, ctx: Rout
     message: judged.launch.messageType,
   });
   if (judged.launch.messageType === MESSAGE_TYPES.deepLinking) {
-    answerChoice(res, await startDeepLinking(services, judged.launch, parties), ctx);
+    await answerChoice(res, await startDeepLinking(services, judged.launch, parties), ctx, source);
     return;
   }
   const found = await placementFor(services, judged.launch, parties);
   if (found.kind === 'refused') {
-    writeRefusal(res, found.refusal, ctx);
+    await writeRefusal(res, found.refusal, ctx, source);
     return;
   }
   if (found.kind === 'unknown') {
     if (parties.staff) {
-      answerChoice(res, await startLinkChoice(services, judged.launch, parties, found.resourceLinkId), ctx);
+      await answerChoice(res, await startLinkChoice(services, judged.launch, parties, found.resourceLinkId), ctx, source);
       return;
     }
-    writeRefusal(res, refuse(404, 'link_not_set_up', `resource link ${found.resourceLinkId} has no placement yet`), ctx);
+    await writeRefusal(res, refuse(404, 'link_not_set_up', `resource link ${found.resourceLinkId} has no placement yet`), ctx, source);
     return;
   }
   // From here a launch is a launch: the ticket and the launch page (tool state, provisioning, the form).
@@ -207,16 +237,18 @@ async function launch(services: Services, req: Request, res: Response, ctx: Rout
   redirect(res, ticket.launchUrl);
 }
 
-function answerChoice(res: Response, outcome: ChoiceOutcome, ctx: RouteContext): void {
-  if (outcome.kind === 'refused') writeRefusal(res, outcome.refusal, ctx);
+async function answerChoice(res: Response, outcome: ChoiceOutcome, ctx: RouteContext, source: RefusalSource): Promise<void> {
+  if (outcome.kind === 'refused') await writeRefusal(res, outcome.refusal, ctx, source);
   else if (outcome.kind === 'redirect') redirect(res, outcome.location);
   else writePage(res, outcome.page);
 }
 
 async function choice(services: Services, req: Request, res: Response, ctx: RouteContext): Promise<void> {
   const { one, all } = await params(req);
+  // The choice's registration, read before the choice may be used up, files a refusal under its LMS.
+  const pending = one['key'] ? await services.store.lti.getDeepLink(one['key']) : null;
   const outcome = await continueChoice(services, { key: one['key'], app: one['app'], confirm: one['confirm'], cancel: one['cancel'], extids: all.getAll('extid') });
-  answerChoice(res, outcome, ctx);
+  await answerChoice(res, outcome, ctx, { message: 'deep_linking', registrationId: pending?.registrationId ?? null });
 }
 
 async function canvas(services: Services, _req: Request, res: Response): Promise<void> {

@@ -10,20 +10,27 @@ import type { LmsHttp } from './http.js';
 import { lmsExchange, lmsFetch } from './http.js';
 
 export function ltiPlatforms(store: Pick<Store, 'lti'>, lms: LmsHttp): (organization: OrganizationRecord) => Promise<LmsPlatform | null> {
-  const send = lmsFetch(lms, 'lineitem');
-  const exchange = lmsExchange(lms, 'lineitem');
+  // Made once, not per score (PERF-46).
+  const senders = { fetch: lmsFetch(lms, 'lineitem'), exchange: lmsExchange(lms) };
   return async (organization: OrganizationRecord, known?: GradeService | null) => {
     // A score reads its school's grade service with its records (PERF-70); other callers read it here.
     const registration = known !== undefined ? known : await store.lti.findGradeService(organization.issuer, organization.client);
-    if (!registration) return null;
-    return {
-      tokenUrl: registration.tokenUrl,
-      clientId: registration.clientId,
-      ...(registration.tokenAudience !== null ? { assertionAudience: registration.tokenAudience } : {}),
-      lineItemUrl: (_contextId, ref) => ref,
-      transport: (url) => url,
-      fetch: send,
-      exchange,
-    };
+    return registration ? platformOf(registration, lms, senders) : null;
+  };
+}
+
+/** A registration's LMS as AGS requests need it (the publisher's, and line-item creation's, LTI-122). */
+export function platformOf(
+  registration: GradeService,
+  lms: LmsHttp,
+  senders: Pick<LmsPlatform, 'fetch' | 'exchange'> = { fetch: lmsFetch(lms, 'lineitem'), exchange: lmsExchange(lms) },
+): LmsPlatform {
+  return {
+    tokenUrl: registration.tokenUrl,
+    clientId: registration.clientId,
+    ...(registration.tokenAudience !== null ? { assertionAudience: registration.tokenAudience } : {}),
+    lineItemUrl: (_contextId, ref) => ref,
+    transport: (url) => url,
+    ...senders,
   };
 }

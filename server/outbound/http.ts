@@ -30,6 +30,8 @@ export type LmsEndpointField =
   | 'token_endpoint'
   | 'jwks_uri'
   | 'lineitem'
+  | 'lineitems'
+  | 'scores'
   | 'deep_link_return_url';
 
 /** Where a socket must go: the URL's host for TLS and `Host`, and the addresses the check vetted. */

@@ -59,6 +59,24 @@ type TokenResult =
 
 class HttpFailure extends Error {}
 
+/**
+ * Which of the LMS's endpoints a request goes to, named in every failure so an operator knows which one
+ * failed (LTI-124): a token endpoint that does not answer is not a line item that does not answer.
+ */
+export type LmsParty = LmsExchange['party'];
+
+const PARTY_WORDS: Readonly<Record<LmsParty, string>> = {
+  token_endpoint: 'token endpoint',
+  lineitem: 'line item',
+  lineitems: 'line-item container',
+  scores: 'scores endpoint',
+};
+
+/** `the LMS token endpoint`, `the LMS line item`, ... */
+export function partyName(party: LmsParty): string {
+  return `the LMS ${PARTY_WORDS[party]}`;
+}
+
 /** The human part of an LMS error body: a Problem's `detail`, an OAuth `error_description`, AGS `errors`. */
 export function lmsReason(body: string): string {
   const text = body.trim();
@@ -159,7 +177,7 @@ export class AgsPublisher implements Publisher {
       };
       if (p.comment !== '') score['comment'] = p.comment;
       const result = await this.authorized(platform, scopes, (token) =>
-        this.send(platform, scoresOf, {
+        this.send(platform, 'scores', scoresOf, {
           method: 'POST',
           headers: { authorization: `Bearer ${token}`, 'content-type': AGS_MEDIA_TYPES.score, accept: 'application/json' },
           body: JSON.stringify(score),
@@ -195,7 +213,7 @@ export class AgsPublisher implements Publisher {
     maxScore: number,
   ): Promise<PublicationOutcome | null> {
     const read = await this.authorized(platform, scopes, (token) =>
-      this.send(platform, lineItemUrl, {
+      this.send(platform, 'lineitem', lineItemUrl, {
         method: 'GET',
         headers: { authorization: `Bearer ${token}`, accept: AGS_MEDIA_TYPES.lineItem },
       }),
@@ -213,7 +231,7 @@ export class AgsPublisher implements Publisher {
       return failed('the LMS answered the line item read with something that is not a JSON object', read.response);
     }
     const put = await this.authorized(platform, scopes, (token) =>
-      this.send(platform, lineItemUrl, {
+      this.send(platform, 'lineitem', lineItemUrl, {
         method: 'PUT',
         headers: {
           authorization: `Bearer ${token}`,
@@ -285,7 +303,7 @@ export class AgsPublisher implements Publisher {
     const form = await clientCredentialsForm(this.signer, this.clock, { clientId: platform.clientId, audience: platform.assertionAudience ?? platform.tokenUrl }, scopes);
     let response: LmsResponse;
     try {
-      response = await this.send(platform, platform.tokenUrl, {
+      response = await this.send(platform, 'token_endpoint', platform.tokenUrl, {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
         body: form.toString(),
@@ -329,32 +347,49 @@ export class AgsPublisher implements Publisher {
     return { ok: true, token, fromCache: false };
   }
 
-  /** One HTTP exchange; network failures and timeouts become `HttpFailure` with an operator-readable reason. */
-  private async send(platform: LmsPlatform, url: string, init: Omit<LmsExchange, 'url'>): Promise<LmsResponse> {
-    const target = platform.transport(url);
-    if (platform.exchange) {
-      const answer = await platform.exchange({ ...init, url: target });
-      if ('failure' in answer) throw new HttpFailure(`the LMS could not be reached at ${new URL(url).origin}: ${answer.failure}`);
-      return { status: answer.status, body: answer.body.length > MAX_RESPONSE_BODY_CHARS ? answer.body.slice(0, MAX_RESPONSE_BODY_CHARS) : answer.body };
-    }
-    let response: Response;
-    try {
-      response = await (platform.fetch ?? this.fetchFn)(target, { ...init, redirect: 'manual', signal: AbortSignal.timeout(this.timeoutMs) });
-    } catch (err) {
-      const cause = err instanceof Error ? ((err.cause as Error | undefined)?.message ?? err.message) : String(err);
-      const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError');
-      throw new HttpFailure(
-        timedOut
-          ? `the LMS did not answer ${new URL(url).origin} within ${this.timeoutMs} ms`
-          : `the LMS could not be reached at ${new URL(url).origin}: ${cause}`,
-      );
-    }
-    let body: string;
-    try {
-      body = await response.text();
-    } catch (err) {
-      throw new HttpFailure(`the LMS connection broke while answering: ${err instanceof Error ? err.message : String(err)}`);
-    }
-    return { status: response.status, body: body.length > MAX_RESPONSE_BODY_CHARS ? body.slice(0, MAX_RESPONSE_BODY_CHARS) : body };
+  /** One HTTP exchange; network failures and timeouts become `HttpFailure` naming the party that failed. */
+  private async send(platform: LmsPlatform, party: LmsParty, url: string, init: Omit<LmsExchange, 'url' | 'party'>): Promise<LmsResponse> {
+    return sendToLms(platform, party, url, init, this.fetchFn, this.timeoutMs);
   }
+}
+
+/** One exchange with a school's LMS, for the publisher and for line-item creation (`server/lti/line-items.ts`). */
+export async function sendToLms(
+  platform: LmsPlatform,
+  party: LmsParty,
+  url: string,
+  init: Omit<LmsExchange, 'url' | 'party'>,
+  fetchFn: FetchLike = (input, req) => fetch(input, req),
+  timeoutMs = 10_000,
+): Promise<LmsResponse> {
+  const target = platform.transport(url);
+  const who = partyName(party);
+  if (platform.exchange) {
+    const answer = await platform.exchange({ ...init, url: target, party });
+    if ('failure' in answer) throw new HttpFailure(`${who} could not be reached at ${new URL(url).origin}: ${answer.failure}`);
+    return { status: answer.status, body: answer.body.length > MAX_RESPONSE_BODY_CHARS ? answer.body.slice(0, MAX_RESPONSE_BODY_CHARS) : answer.body };
+  }
+  let response: Response;
+  try {
+    response = await (platform.fetch ?? fetchFn)(target, { ...init, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
+  } catch (err) {
+    const cause = err instanceof Error ? ((err.cause as Error | undefined)?.message ?? err.message) : String(err);
+    const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError');
+    throw new HttpFailure(
+      timedOut ? `${who} did not answer at ${new URL(url).origin} within ${timeoutMs} ms` : `${who} could not be reached at ${new URL(url).origin}: ${cause}`,
+    );
+  }
+  let body: string;
+  try {
+    body = await response.text();
+  } catch (err) {
+    throw new HttpFailure(`the connection to ${who} broke while it answered: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  return { status: response.status, body: body.length > MAX_RESPONSE_BODY_CHARS ? body.slice(0, MAX_RESPONSE_BODY_CHARS) : body };
+}
+
+/** A failure `sendToLms` threw, as the reason text; anything else is rethrown. */
+export function lmsFailureReason(err: unknown): string {
+  if (err instanceof HttpFailure) return err.message;
+  throw err;
 }

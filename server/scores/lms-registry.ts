@@ -31,6 +31,8 @@ export interface LmsPlatform {
 export interface LmsExchange {
   method: 'GET' | 'POST' | 'PUT';
   url: string;
+  /** Which endpoint of the LMS this is, named in the failure's reason (LTI-124). */
+  party: 'token_endpoint' | 'lineitem' | 'lineitems' | 'scores';
   headers: Record<string, string>;
   body?: string;
 }

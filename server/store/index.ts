@@ -30,6 +30,7 @@ import { LaunchesRepo } from './repos/launches.js';
 import { LocationsRepo } from './repos/locations.js';
 import { PickerAnswersRepo } from './repos/picker-answers.js';
 import { LtiRepo } from './repos/lti.js';
+import { LtiRefusalsRepo } from './repos/lti-refusals.js';
 import { PlacementsRepo } from './repos/placements.js';
 import { ProvisioningRepo } from './repos/provisioning.js';
 import { RowsRepo } from './repos/rows.js';
@@ -70,6 +71,7 @@ export interface Repositories {
   credentialEpoch: CredentialEpochRepo;
   audit: AuditRepo;
   lti: LtiRepo;
+  ltiRefusals: LtiRefusalsRepo;
 }
 
 export interface Store extends Repositories {
@@ -144,6 +146,7 @@ export function createRepositories(db: Driver, clock: Clock = systemClock): Repo
     credentialEpoch: new CredentialEpochRepo(ctx),
     audit: new AuditRepo(ctx),
     lti: new LtiRepo(ctx),
+    ltiRefusals: new LtiRefusalsRepo(ctx),
   };
 }
 
@@ -231,6 +234,7 @@ export * from './repos/launches.js';
 export * from './repos/locations.js';
 export * from './repos/picker-answers.js';
 export * from './repos/lti.js';
+export * from './repos/lti-refusals.js';
 export * from './repos/placements.js';
 export * from './repos/provisioning.js';
 export * from './repos/rows.js';

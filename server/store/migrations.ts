@@ -579,6 +579,41 @@ export const MIGRATIONS: readonly Migration[] = [
       expires_at BIGINT NOT NULL
     )`,
   ]),
+  // LTI-120, LTI-122: what the LMS said of a link's gradebook column when an instructor's launch opened
+  // the picker (kept with the choice, so the placing launch carries grade.submit); and the claim on a
+  // line item the service creates for a link (one per link, whichever instance or launch gets there).
+  portable('0134_lti_link_line_items', [
+    `ALTER TABLE lti_deep_links ADD COLUMN line_item_url TEXT`,
+    `ALTER TABLE lti_deep_links ADD COLUMN line_items_url TEXT`,
+    `CREATE TABLE lti_line_item_claims (
+      organization_id TEXT NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
+      resource_link_id TEXT NOT NULL,
+      holder TEXT NOT NULL,
+      expires_at BIGINT NOT NULL,
+      line_item_url TEXT,
+      PRIMARY KEY (organization_id, resource_link_id)
+    )`,
+  ]),
+  // LTI-126: refused logins, launches and Deep Linking messages, per registration ('' for none), kept
+  // for diagnosis: the last 200 per registration, none older than 30 days.
+  portable('0135_lti_refusals', [
+    `CREATE TABLE lti_refusals (
+      report_id TEXT PRIMARY KEY,
+      registration_id TEXT NOT NULL,
+      issuer TEXT,
+      client_id TEXT,
+      deployment_id TEXT,
+      message TEXT NOT NULL,
+      code TEXT NOT NULL,
+      status INTEGER NOT NULL,
+      reason TEXT NOT NULL,
+      advice TEXT NOT NULL,
+      detail TEXT NOT NULL,
+      created_at BIGINT NOT NULL
+    )`,
+    `CREATE INDEX lti_refusals_registration ON lti_refusals (registration_id, created_at)`,
+    `CREATE INDEX lti_refusals_created ON lti_refusals (created_at)`,
+  ]),
 ];
 
 function sharedBlobTables(bytesType: 'BLOB' | 'BYTEA'): string[] {

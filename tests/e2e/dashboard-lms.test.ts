@@ -3,7 +3,9 @@
  * LTI-06, LTI-07, LTI-62): a Moodle-shaped LMS registers itself (Dynamic Registration) and shows pending,
  * the platform team activates and deactivates it from the page, registers a Blackboard-shaped LMS by hand
  * (a refused URL shows the service's message), adds an institution's deployment, and every step is checked
- * for sideways overflow (layout.ts); the Sandbox's own registration is shown apart with no Deactivate (LTI-100). Screenshots: test-artifacts/e2e/dashboard-lms/.
+ * for sideways overflow (layout.ts); the Sandbox's own registration is shown apart with no Deactivate (LTI-100);
+ * a refused launch's report ID is listed on the registration and found by the search (issue 28). Screenshots:
+ * test-artifacts/e2e/dashboard-lms/.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,7 +13,8 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { ensureSandboxRegistration } from '../../server/sandbox/lms-registration.ts';
 import { startServer, type TestServer } from '../server/harness.ts';
-import { startLms, type LmsFixture } from '../server/lti/lms-fixture.ts';
+import { ROLES, startLms, type LmsFixture } from '../server/lti/lms-fixture.ts';
+import { login, postIdToken } from '../server/lti/support.ts';
 import { overflowProblems } from './layout.ts';
 import { BrowserGuard, failureShots, launchChromium, screenshots, shows } from './support.ts';
 
@@ -90,6 +93,18 @@ for (const width of WIDTHS) {
       const id = (await page.locator('#lms-detail').getAttribute('data-registration')) ?? '';
       expect((await server.services.store.lti.getRegistration(id))?.status).toBe('active');
       await looksRight(page, 'active');
+
+      // A launch refused because the browser dropped the state cookie in the LMS frame (issue 28): its
+      // report ID, read off the person's page, is listed on the registration and found by the search.
+      const framed = await login(server, moodle);
+      const idToken = await moodle.idToken(moodle.resourceLinkClaims({ nonce: framed.nonce, sub: 'framed-student', roles: [ROLES.learner], contextId: 'c' }));
+      const reportId = /Report ID: <code>([^<]+)<\/code>/.exec(await (await postIdToken(server, idToken, framed.state, null)).text())?.[1] ?? '';
+      await moodleRow.getByRole('button', { name: /^Show/ }).click();
+      await shows(page.locator(`#lms-refusals tbody tr[data-report="${reportId}"] td`).nth(3), /your LMS opens the tool in a frame/);
+      await page.locator('#lms-refusal-form input[name=report_id]').fill(reportId);
+      await page.locator('#lms-refusal-form').getByRole('button', { name: 'Find' }).click();
+      await shows(page.locator('#lms-refusal-found'), /What to change\s*Open the tool in a new window/);
+      await looksRight(page, 'refusals');
       await page.locator('#lms-deactivate').click();
       await shows(page.locator('#lms-detail-status .badge'), 'inactive');
       expect((await server.services.store.lti.getRegistration(id))?.status).toBe('inactive');

@@ -158,6 +158,9 @@ describe('credentials per operation', () => {
     'getLmsRegistration',
     'activateLmsRegistration',
     'deactivateLmsRegistration',
+    // Refused LMS messages (decision LTI-126).
+    'listLmsRefusals',
+    'getLmsRefusal',
     // The Sandbox LMS's LMS-wide controls (decision LTI-69).
     'updateSandboxLmsSettings',
     'resetSandboxLmsSettings',

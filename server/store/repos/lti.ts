@@ -111,7 +111,20 @@ export interface LtiDeepLinkRecord {
   data: string | null;
   acceptMultiple: boolean;
   expiresAt: number;
+  /** The AGS `lineitem` of the launch that opened an instructor's choice for a resource link (LTI-120). */
+  lineItemUrl: string | null;
+  /** The AGS `lineitems` container of that launch (LTI-122). */
+  lineItemsUrl: string | null;
 }
+
+/** A claim on creating a link's line item (LTI-122). */
+export type LineItemClaim =
+  /** This caller holds the claim and creates the line item; `takenOver` when an earlier holder's lapsed. */
+  | { kind: 'holder'; holder: string; takenOver: boolean }
+  /** The line item exists. */
+  | { kind: 'created'; lineItemUrl: string }
+  /** Another holder is creating it until `expiresAt`. */
+  | { kind: 'pending'; expiresAt: number };
 
 export class LtiRepo {
   constructor(private readonly ctx: RepoContext) {}
@@ -229,6 +242,13 @@ export class LtiRepo {
     return row ? { clientId: row.client_id, tokenUrl: row.token_url, tokenAudience: row.token_audience } : null;
   }
 
+  /** The AGS scopes of the (issuer, client) registration; null when the service has none (LTI-121). */
+  async scopesOf(issuer: string, clientId: string): Promise<string[] | null> {
+    const row = await this.ctx.db.get<{ scopes: string }>('SELECT scopes FROM lti_registrations WHERE issuer = ? AND client_id = ?', [issuer, clientId]);
+    if (!row) return null;
+    return row.scopes === '' ? [] : row.scopes.split(' ');
+  }
+
   async listRegistrationsByIssuer(issuer: string): Promise<LtiRegistrationRecord[]> {
     const rows = await this.ctx.db.all<RegistrationRow>(
       `SELECT ${REGISTRATION_COLUMNS} FROM lti_registrations WHERE issuer = ? ORDER BY created_at, id`,
@@ -319,7 +339,7 @@ export class LtiRepo {
     const id = newId('dl');
     await this.ctx.db.run('DELETE FROM lti_deep_links WHERE expires_at <= ?', [this.ctx.clock.nowMs()]);
     await this.ctx.db.run(
-      `INSERT INTO lti_deep_links (${DEEP_LINK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO lti_deep_links (${DEEP_LINK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       [
         id,
         record.registrationId,
@@ -331,9 +351,64 @@ export class LtiRepo {
         record.data,
         record.acceptMultiple,
         record.expiresAt,
+        record.lineItemUrl,
+        record.lineItemsUrl,
       ],
     );
     return { id, ...record };
+  }
+
+  /**
+   * Claims the creation of a link's line item (LTI-122): the row is inserted before the LMS is asked,
+   * so of several launches (on any instance) one holds it; a claim whose holder did not finish by
+   * `expiresAt` (it died, or the LMS failed it) is taken over by the next caller.
+   */
+  async claimLineItem(organizationId: string, resourceLinkId: string, holder: string, ttlMs: number): Promise<LineItemClaim> {
+    const now = this.ctx.clock.nowMs();
+    const inserted = await this.ctx.db.run(
+      `INSERT INTO lti_line_item_claims (organization_id, resource_link_id, holder, expires_at, line_item_url) VALUES (?, ?, ?, ?, NULL)
+       ON CONFLICT (organization_id, resource_link_id) DO NOTHING`,
+      [organizationId, resourceLinkId, holder, now + ttlMs],
+    );
+    if (inserted.changes > 0) return { kind: 'holder', holder, takenOver: false };
+    const takenOver = await this.ctx.db.run(
+      `UPDATE lti_line_item_claims SET holder = ?, expires_at = ?
+       WHERE organization_id = ? AND resource_link_id = ? AND line_item_url IS NULL AND expires_at <= ?`,
+      [holder, now + ttlMs, organizationId, resourceLinkId, now],
+    );
+    if (takenOver.changes > 0) return { kind: 'holder', holder, takenOver: true };
+    const row = await this.ctx.db.get<{ line_item_url: string | null; expires_at: number }>(
+      'SELECT line_item_url, expires_at FROM lti_line_item_claims WHERE organization_id = ? AND resource_link_id = ?',
+      [organizationId, resourceLinkId],
+    );
+    if (!row) return this.claimLineItem(organizationId, resourceLinkId, holder, ttlMs);
+    return row.line_item_url !== null ? { kind: 'created', lineItemUrl: row.line_item_url } : { kind: 'pending', expiresAt: row.expires_at };
+  }
+
+  /** The holder records the line item it created; false when its claim was taken over meanwhile. */
+  async completeLineItem(organizationId: string, resourceLinkId: string, holder: string, lineItemUrl: string): Promise<boolean> {
+    const result = await this.ctx.db.run(
+      `UPDATE lti_line_item_claims SET line_item_url = ? WHERE organization_id = ? AND resource_link_id = ? AND holder = ? AND line_item_url IS NULL`,
+      [lineItemUrl, organizationId, resourceLinkId, holder],
+    );
+    return result.changes > 0;
+  }
+
+  /** The holder gives its claim up (the LMS refused): the next launch tries again. */
+  async releaseLineItem(organizationId: string, resourceLinkId: string, holder: string): Promise<void> {
+    await this.ctx.db.run(
+      'DELETE FROM lti_line_item_claims WHERE organization_id = ? AND resource_link_id = ? AND holder = ? AND line_item_url IS NULL',
+      [organizationId, resourceLinkId, holder],
+    );
+  }
+
+  /** A claim's state without claiming: the created line item, pending until, or null when there is none. */
+  async lineItemClaim(organizationId: string, resourceLinkId: string): Promise<{ lineItemUrl: string | null; expiresAt: number } | null> {
+    const row = await this.ctx.db.get<{ line_item_url: string | null; expires_at: number }>(
+      'SELECT line_item_url, expires_at FROM lti_line_item_claims WHERE organization_id = ? AND resource_link_id = ?',
+      [organizationId, resourceLinkId],
+    );
+    return row ? { lineItemUrl: row.line_item_url, expiresAt: row.expires_at } : null;
   }
 
   async getDeepLink(id: string): Promise<LtiDeepLinkRecord | null> {
@@ -365,9 +440,12 @@ interface DeepLinkRow {
   data: string | null;
   accept_multiple: number;
   expires_at: number;
+  line_item_url: string | null;
+  line_items_url: string | null;
 }
 
-const DEEP_LINK_COLUMNS = 'id, registration_id, organization_id, context_id, member_id, return_url, resource_link_id, data, accept_multiple, expires_at';
+const DEEP_LINK_COLUMNS =
+  'id, registration_id, organization_id, context_id, member_id, return_url, resource_link_id, data, accept_multiple, expires_at, line_item_url, line_items_url';
 
 function toDeepLink(row: DeepLinkRow): LtiDeepLinkRecord {
   return {
@@ -381,5 +459,7 @@ function toDeepLink(row: DeepLinkRow): LtiDeepLinkRecord {
     data: row.data,
     acceptMultiple: bool(row.accept_multiple),
     expiresAt: row.expires_at,
+    lineItemUrl: row.line_item_url,
+    lineItemsUrl: row.line_items_url,
   };
 }

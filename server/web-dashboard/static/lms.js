@@ -1,7 +1,7 @@
 // The platform team's LMS registrations page (decisions LTI-06, LTI-07, LTI-62): every registration with its
-// status, one shown in full with its deployments, activation and deactivation, and the manual registration
-// form, all through the dashboard API's `/lms` operations. The service's own LTI URLs are shown for the
-// LMS administrator to paste.
+// status, one shown in full with its deployments, whether grades reach it, its refused launches (LTI-126),
+// activation and deactivation, the manual registration form and a search by report ID, all through the
+// dashboard API's `/lms` operations. The service's own LTI URLs are shown for the LMS administrator to paste.
 import { api, detailOf } from './api.js';
 import { badge, busy, byId, copyButton, h, idChip, labelCells, localTime, say } from './dom.js';
 
@@ -92,6 +92,7 @@ async function showRegistration(id) {
     ...fact('Token URL', h('code', {}, r.token_url)),
     ...fact('Token audience', r.token_audience === null ? h('span', { class: 'muted' }, 'the token URL') : h('code', {}, r.token_audience)),
     ...fact('JWKS URL', h('code', {}, r.jwks_url)),
+    ...fact('Grades', h('span', { id: 'lms-grades', 'data-publishable': String(r.grades.publishable) }, r.grades.explanation)),
     ...fact('AGS scopes', r.scopes.length === 0 ? h('span', { class: 'muted' }, 'none') : h('ul', { class: 'plain' }, ...r.scopes.map((s) => h('li', {}, h('code', {}, s))))),
     ...fact('Created', localTime(r.created)),
     ...fact('Updated', localTime(r.updated)),
@@ -111,6 +112,45 @@ async function showRegistration(id) {
   byId('lms-detail').hidden = false;
   byId('lms-detail').dataset.registration = r.id;
   byId('lms-detail').dataset.body = JSON.stringify(r);
+  await listRefusals(r.id);
+}
+
+async function listRefusals(id) {
+  const table = byId('lms-refusals');
+  try {
+    const { refusals } = await api('GET', `${lmsPath(id)}/refusals`);
+    table.tBodies[0].replaceChildren(...refusals.map((f) => h('tr', { 'data-report': f.report_id },
+      h('td', { class: 'nowrap' }, localTime(f.created)),
+      h('td', {}, h('code', {}, f.report_id)),
+      h('td', {}, `${f.message.replace('_', ' ')} (${f.code})`),
+      h('td', {}, f.reason, h('br'), h('span', { class: 'muted' }, f.detail)),
+      h('td', {}, f.advice))));
+    labelCells(table);
+    byId('lms-refusals-empty').hidden = refusals.length > 0;
+  } catch (err) {
+    say(byId('lms-detail-error'), detailOf(err));
+  }
+}
+
+async function findRefusal(reportId) {
+  const found = byId('lms-refusal-found');
+  say(byId('lms-refusal-error'), null);
+  found.hidden = true;
+  try {
+    const f = await api('GET', `/lms-refusals/${encodeURIComponent(reportId)}`);
+    found.replaceChildren(
+      ...fact('Report ID', h('code', {}, f.report_id)),
+      ...fact('When', localTime(f.created)),
+      ...fact('Refused', `${f.message.replace('_', ' ')} (${f.code}, HTTP ${f.status})`),
+      ...fact('LMS', f.registration_id !== null ? idChip(f.registration_id) : h('span', {}, 'no registration for ', h('code', {}, f.issuer ?? '(no issuer)'), f.client_id !== null ? ` client ${f.client_id}` : '')),
+      ...fact('Why', f.reason),
+      ...fact('What to change', f.advice),
+      ...fact('Detail', h('span', { class: 'muted' }, f.detail)),
+    );
+    found.hidden = false;
+  } catch (err) {
+    say(byId('lms-refusal-error'), detailOf(err));
+  }
 }
 
 async function setStatus(action) {
@@ -145,6 +185,13 @@ function manualBody(form) {
 }
 
 export function wireLms() {
+  const search = byId('lms-refusal-form');
+  search.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const value = String(new FormData(search).get('report_id') ?? '').trim();
+    void busy(search.querySelector('button[type=submit]'), () => findRefusal(value));
+  });
+
   const form = byId('lms-form');
   form.addEventListener('submit', (event) => {
     event.preventDefault();

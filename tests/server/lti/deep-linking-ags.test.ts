@@ -5,10 +5,14 @@
  * burst of concurrent regrades reaching the gradebook in `submitted` order, no line item, and a course
  * copy found through the copied link.
  */
+import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
+import { join } from 'node:path';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { run } from '../../../bin/tis.js';
 import { registerManually } from '../../../server/lti/registration.js';
+import type { AgsPublisher } from '../../../server/scores/index.js';
 import type { TestServer, Tool } from '../harness.js';
 import { createTool, startServer, TEST_STORE } from '../harness.js';
 import type { ToolServer } from '../outbound/fixtures.js';
@@ -368,5 +372,89 @@ describe('launching the placed link, and grades', () => {
     expect(forCopy.length).toBeGreaterThan(0);
     expect(forCopy.every((c) => c.storage.parent_context?.includes(original?.id ?? 'none'))).toBe(true);
     expect(forCopy.some((c) => typeof c.storage.parent_location === 'string')).toBe(true);
+  });
+});
+
+describe('gradebook columns on every launch (issue 28)', () => {
+  /** Registers the LMS again with these AGS scopes (the registration is updated in place). */
+  async function grant(scopes: string[]): Promise<string> {
+    const saved = await registerManually(
+      { store: server.services.store, config: server.services.config, lms: server.services.lti.lms },
+      { issuer: lms.issuer, clientId: lms.clientId, deployments: [lms.deploymentId], authUrl: lms.urls.auth, tokenUrl: lms.urls.token, jwksUrl: lms.urls.jwks, scopes },
+    );
+    if (!saved.ok) throw new Error(saved.message);
+    return saved.registration.id;
+  }
+  const SCORE = 'https://purl.imsglobal.org/spec/lti-ags/scope/score';
+  const LINE_ITEM = 'https://purl.imsglobal.org/spec/lti-ags/scope/lineitem';
+
+  /** An instructor's first launch of a link no placement claims: the picker, then the chosen quiz's launch. */
+  async function placingLaunch(resourceLinkId: string, ags: { lineItem?: string; containerOnly?: boolean }): Promise<{ grade: { submit: string | null } }> {
+    const started = await login(server, lms);
+    const idToken = await lms.idToken(
+      lms.resourceLinkClaims({ nonce: started.nonce, sub: 'teacher-1', roles: [ROLES.instructor], contextId: 'course-placing', resourceLinkId, lineItem: ags.lineItem ?? null, containerOnly: ags.containerOnly ?? false }),
+    );
+    const tools = await postIdToken(server, idToken, started.state, started.cookie);
+    expect(tools.status).toBe(200);
+    const key = hidden(await tools.text(), 'key');
+    await (await fetch(`${server.url}/lti/deep-linking`, form([['key', key], ['app', tool.app.id]]))).text();
+    const placed = await fetch(`${server.url}/lti/deep-linking`, form([['key', key], ['app', tool.app.id], ['confirm', '1'], ['extid', 'quiz-1']]));
+    expect(placed.status).toBe(303);
+    const html = await (await fetch(placed.headers.get('location') ?? '')).text();
+    return JSON.parse(Buffer.from(hidden(html, 'launch_data').split('.')[1] ?? '', 'base64url').toString('utf8')) as { grade: { submit: string | null } };
+  }
+
+  it("the instructor's placing launch of a link with a gradebook column carries grade.submit", async () => {
+    const claims = await placingLaunch('rl-placing', { lineItem: lms.urls.lineItem(21) });
+    expect(claims.grade.submit).toMatch(/\/scores$/);
+  });
+
+  it('a link added by hand (lineitems only): the placing launch creates its line item with the line-item scope, and none without it', async () => {
+    const claims = await placingLaunch('rl-by-hand', { containerOnly: true });
+    expect(claims.grade.submit).toMatch(/\/scores$/);
+    expect(lms.created.filter((c) => c.body['resourceLinkId'] === 'rl-by-hand')).toEqual([
+      { url: expect.any(String), body: { scoreMaximum: 20, label: 'Week 1 quiz', resourceLinkId: 'rl-by-hand', resourceId: expect.any(String), tag: 'quiz-1' } },
+    ]);
+    await grant([SCORE]);
+    try {
+      const without = await placingLaunch('rl-by-hand-no-scope', { containerOnly: true });
+      expect(without.grade.submit).toBeNull();
+      expect(lms.created.filter((c) => c.body['resourceLinkId'] === 'rl-by-hand-no-scope')).toEqual([]);
+    } finally {
+      await grant([SCORE, LINE_ITEM]);
+    }
+  });
+
+  it('without the score scope: grade.submit null although the LMS names a line item, and the registration says why (API and tis)', async () => {
+    const id = await grant([]);
+    try {
+      const claims = await placingLaunch('rl-no-score', { lineItem: lms.urls.lineItem(22) });
+      expect(claims.grade.submit).toBeNull();
+      const token = readFileSync(join(server.dataDir, 'platform-token'), 'utf8').trim();
+      const shown = (await (await fetch(`${server.url}/dashboard/v1/lms/${id}`, { headers: { authorization: `Bearer ${token}` } })).json()) as { grades: { publishable: boolean; creates_line_items: boolean; explanation: string } };
+      expect(shown.grades).toMatchObject({ publishable: false, creates_line_items: false });
+      expect(shown.grades.explanation).toMatch(/^Grades cannot be published: the LMS did not grant the AGS score scope/);
+      const out: string[] = [];
+      expect(await run(['lms', 'show', id], { TIS_URL: server.url, TIS_TOKEN: token }, { out: (l) => out.push(l), err: (l) => out.push(l) })).toBe(0);
+      expect(out.join('\n')).toContain('grades: cannot be published; Grades cannot be published: the LMS did not grant the AGS score scope');
+    } finally {
+      await grant([SCORE, LINE_ITEM]);
+    }
+  });
+
+  it("an LMS token endpoint that drops the connection: the attempt's error names the token endpoint", async () => {
+    const claims = await placingLaunch('rl-token-down', { lineItem: lms.urls.lineItem(23) });
+    const { submit } = claims.grade;
+    const apiToken = (claims as unknown as { api: { token: string } }).api.token;
+    (server.services.publisher as AgsPublisher).forgetClient(lms.urls.token, lms.clientId);
+    lms.token.drop = true;
+    try {
+      const res = await fetch(submit ?? '', { method: 'POST', headers: { authorization: `Bearer ${apiToken}`, 'content-type': 'application/json' }, body: JSON.stringify({ score: 1 }) });
+      const attempt = (await res.json()) as { status: string; data: { error: string } };
+      expect(attempt.status).toBe('failed');
+      expect(attempt.data.error).toMatch(/^the LMS token endpoint could not be reached at http:\/\/127\.0\.0\.1:\d+: token_endpoint /);
+    } finally {
+      lms.token.drop = false;
+    }
   });
 });

@@ -167,4 +167,48 @@ describe('one tool, four LMS families', () => {
     expect(blackboard).toHaveLength(1);
     expect(blackboard[0]).toMatchObject({ method: 'manual', deployments: [lms.deploymentId, secondInstitution] });
   });
+
+  for (const family of ['canvas', 'moodle'] as const) {
+    it(`${family}: a link added by hand (AGS lineitems only) gets one line item however many launches race, and its grades land there`, async () => {
+      const lms = lmsOf(family);
+      const contextId = `${family}-course-by-hand`;
+      const placed = await placeLocation(server, {
+        app: tool.app.id,
+        organization: { issuer: lms.issuer, client: lms.clientId, deployment: lms.deploymentId, title: 'x' },
+        course: { externalId: contextId },
+        type: 'assessment',
+        points: 10,
+      });
+      lms.containerDelayMs = 300;
+      try {
+        // Six students open the new link at once, each through its own login; none of the launches names a line item.
+        const launched = await Promise.all(
+          Array.from({ length: 6 }, async (_, i) => {
+            const started = await login(server, lms);
+            const idToken = await lms.idToken(
+              lms.resourceLinkClaims({ nonce: started.nonce, sub: `${family}-racer-${i}`, roles: [ROLES.learner], contextId, resourceLinkId: `${family}-hand-link`, custom: { tis_placement: placed.placement.resourceLink }, containerOnly: true }),
+            );
+            const res = await postIdToken(server, idToken, started.state, started.cookie);
+            expect(res.status).toBe(303);
+            const html = await (await fetch(res.headers.get('location') ?? '')).text();
+            return verifyToken(server, /name="launch_data" value="([^"]+)"/.exec(html)?.[1] ?? '', tool.app.id);
+          }),
+        );
+        const made = lms.created.filter((c) => c.body['resourceLinkId'] === `${family}-hand-link`);
+        expect(made).toHaveLength(1);
+        expect(made[0]?.body).toMatchObject({ label: placed.placement.entry.label, scoreMaximum: 10, tag: expect.any(String), resourceId: placed.placement.id });
+        const submits = launched.map((c) => (c['grade'] as { submit: string | null }).submit);
+        expect(submits.every((u) => typeof u === 'string' && u.endsWith('/scores'))).toBe(true);
+        const res = await fetch(submits[0] as string, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${(launched[0]?.['api'] as { token: string }).token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ score: 0.5 }),
+        });
+        expect(((await res.json()) as { status: string }).status).toBe('success');
+        expect(`${lms.origin}${lms.scores.at(-1)?.lineItem ?? ''}`).toBe(made[0]?.url);
+      } finally {
+        lms.containerDelayMs = 0;
+      }
+    });
+  }
 });

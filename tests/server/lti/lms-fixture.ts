@@ -49,7 +49,7 @@ export interface LmsFixture {
   requests: Recorded[];
   to(path: string): Recorded[];
   /** URLs of the platform's endpoints. */
-  urls: { openidConfiguration: string; registration: string; auth: string; token: string; jwks: string; lineItem(n: number): string };
+  urls: { openidConfiguration: string; registration: string; auth: string; token: string; jwks: string; lineItems: string; lineItem(n: number): string };
   /** Signs an id_token as this LMS (override any claim, or the header's kid / the key). */
   idToken(claims: Record<string, unknown>, options?: { kid?: string; foreignKey?: boolean; alg?: string }): Promise<string>;
   /** Resource-link launch claims of the family's shape. */
@@ -75,8 +75,11 @@ export interface LmsFixture {
   deepLinkingResponses: string[];
   /** What the registration endpoint answers (default 200 with client_id and deployment). */
   registration: { refuseToken: boolean; issuerOverride: string | null; body: Record<string, unknown> | null };
-  /** Token endpoint behaviour. */
-  token: { grantLineItem: boolean; expiresIn: number };
+  /** Token endpoint behaviour; `drop` closes the connection without an answer. */
+  token: { grantLineItem: boolean; expiresIn: number; drop: boolean };
+  /** Line items made through the AGS container (POST), in order; `delayMs` holds each POST's answer. */
+  created: Array<{ url: string; body: Record<string, unknown> }>;
+  containerDelayMs: number;
   /** The client assertions the token endpoint accepted (their payloads). */
   assertions: JWTPayload[];
   scores: ScoreReceived[];
@@ -95,6 +98,8 @@ export interface LaunchInput {
   resourceLinkId?: string;
   custom?: Record<string, string>;
   lineItem?: string | null;
+  /** An AGS claim naming only the course's line-item container (a link added by hand). */
+  containerOnly?: boolean;
   deploymentId?: string;
 }
 
@@ -190,7 +195,9 @@ export async function startLms(family: LmsFamily): Promise<LmsFixture> {
     to: (path) => requests.filter((r) => r.path === path),
     urls: {} as LmsFixture['urls'],
     registration: { refuseToken: false, issuerOverride: null, body: null },
-    token: { grantLineItem: true, expiresIn: 3600 },
+    token: { grantLineItem: true, expiresIn: 3600, drop: false },
+    created: [],
+    containerDelayMs: 0,
     assertions: [],
     scores,
     gradebook,
@@ -208,6 +215,9 @@ export async function startLms(family: LmsFamily): Promise<LmsFixture> {
     resourceLinkClaims(input) {
       return baseClaims(input, 'LtiResourceLinkRequest', {
         [`${LTI}resource_link`]: { id: input.resourceLinkId ?? randomUUID(), title: 'Week 1 quiz', description: '' },
+        ...(input.containerOnly
+          ? { 'https://purl.imsglobal.org/spec/lti-ags/claim/endpoint': { scope: AGS_SCOPES, lineitems: fixture.urls.lineItems } }
+          : {}),
         ...(input.lineItem
           ? {
               'https://purl.imsglobal.org/spec/lti-ags/claim/endpoint': {
@@ -403,6 +413,10 @@ export async function startLms(family: LmsFamily): Promise<LmsFixture> {
         return;
       }
       if (url.pathname === paths.token && req.method === 'POST') {
+        if (fixture.token.drop) {
+          req.socket.destroy();
+          return;
+        }
         const form = new URLSearchParams(body);
         try {
           if (!serviceJwks) throw new Error('no service JWKS');
@@ -422,6 +436,26 @@ export async function startLms(family: LmsFamily): Promise<LmsFixture> {
         const token = randomBytes(16).toString('hex');
         tokens.set(token, new Set(asked));
         json(res, 200, { access_token: token, token_type: 'Bearer', expires_in: fixture.token.expiresIn, scope: asked.join(' ') });
+        return;
+      }
+      if (url.pathname === paths.lineItems) {
+        const scopes = tokens.get((req.headers.authorization ?? '').replace(/^Bearer /, ''));
+        if (!scopes?.has(AGS_SCOPES[0] as string)) {
+          json(res, 401, { error: 'unauthorized' });
+          return;
+        }
+        if (req.method === 'POST') {
+          const item = JSON.parse(body) as Record<string, unknown>;
+          if (fixture.containerDelayMs > 0) await new Promise((r) => setTimeout(r, fixture.containerDelayMs));
+          const n = 1000 + fixture.created.length;
+          const made = { url: fixture.urls.lineItem(n), body: item };
+          fixture.created.push(made);
+          json(res, 201, { ...item, id: made.url }, 'application/vnd.ims.lis.v2.lineitem+json');
+          return;
+        }
+        const link = url.searchParams.get('resource_link_id');
+        const listed = fixture.created.filter((c) => link === null || c.body['resourceLinkId'] === link).map((c) => ({ ...c.body, id: c.url }));
+        json(res, 200, listed, 'application/vnd.ims.lis.v2.lineitemcontainer+json');
         return;
       }
       const lineItem = url.pathname.startsWith(`${paths.lineItems}/`) ? /^\/([^/]+)(\/scores)?$/.exec(url.pathname.slice(paths.lineItems.length)) : null;
@@ -478,6 +512,7 @@ export async function startLms(family: LmsFamily): Promise<LmsFixture> {
     auth: `${origin}${paths.auth}`,
     token: `${origin}${paths.token}`,
     jwks: `${origin}${paths.jwks}`,
+    lineItems: `${origin}${paths.lineItems}`,
     lineItem: (n) =>
       family === 'moodle'
         ? `${origin}${paths.lineItems}/${n}?type_id=1`

@@ -12,7 +12,8 @@ import { ensureSandboxRegistration } from '../../../server/sandbox/lms-registrat
 import type { TestServer } from '../harness.js';
 import { startServer } from '../harness.js';
 import type { LmsFixture } from './lms-fixture.js';
-import { startLms } from './lms-fixture.js';
+import { ROLES, startLms } from './lms-fixture.js';
+import { expectRefusalPage, login, postIdToken } from './support.js';
 
 let server: TestServer;
 let lms: LmsFixture;
@@ -111,7 +112,7 @@ describe('tis lms help', () => {
     for (const argv of [['--help'], ['lms', '--help']]) {
       const help = await tis(...argv);
       expect(help.code).toBe(0);
-      for (const command of ['lms list', 'lms show <registration_id>', 'lms activate <registration_id>', 'lms deactivate <registration_id>', 'lms add']) expect(help.out).toContain(command);
+      for (const command of ['lms list', 'lms show <registration_id>', 'lms activate <registration_id>', 'lms deactivate <registration_id>', 'lms add', 'lms refusals <registration_id>', 'lms refusal <report_id>']) expect(help.out).toContain(command);
       for (const option of ['--issuer <url>', '--client-id <id>', '--deployment <id> ...', '--auth-url <url>', '--token-url <url>', '--jwks-url <url>', '--token-audience <aud>', '--title <text>']) {
         expect(help.out).toContain(option);
       }
@@ -149,5 +150,74 @@ describe("the Sandbox's own registration in tis lms (decision LTI-100)", () => {
     expect(refused.err).toContain("this is the Sandbox's own LMS registration; deactivating it would stop every Sandbox launch and score");
     expect((await server.services.store.lti.getRegistration(own.id))?.status).toBe('active');
     expect((await tis('lms', 'show', own.id)).out).toContain("the Sandbox's own LMS registration");
+  });
+});
+
+describe('refused launches, explained (issue 28)', () => {
+  interface Refusal { report_id: string; registration_id: string | null; issuer: string | null; message: string; code: string; reason: string; advice: string; detail: string }
+
+  function reportIdOf(html: string): string {
+    return /Report ID: <code>([^<]+)<\/code>/.exec(html)?.[1] ?? '';
+  }
+
+  it("a forged launch's report ID, read off its page, finds the reason and what to change through the API and tis; an unknown issuer's too", async () => {
+    lms.connect(server.url);
+    const registrationId = ((await (await api('/dashboard/v1/lms')).json()) as { registrations: Array<{ id: string; client_id: string }> }).registrations.find((r) => r.client_id === lms.clientId)?.id ?? '';
+    expect(registrationId).toMatch(/^lreg_/);
+
+    // Forged: signed with a key the LMS never published.
+    const started = await login(server, lms);
+    const forged = await lms.idToken(lms.resourceLinkClaims({ nonce: started.nonce, sub: 's', roles: [ROLES.learner], contextId: 'c' }), { foreignKey: true });
+    const forgedReport = reportIdOf(await expectRefusalPage(await postIdToken(server, forged, started.state, started.cookie), 401, forged));
+    // The commonest real failure: the LMS frames the tool and the browser drops the state cookie.
+    const framed = await login(server, lms);
+    const cookieless = await lms.idToken(lms.resourceLinkClaims({ nonce: framed.nonce, sub: 's', roles: [ROLES.learner], contextId: 'c' }));
+    const cookieReport = reportIdOf(await expectRefusalPage(await postIdToken(server, cookieless, framed.state, null), 400, cookieless));
+    // A login from an issuer with no registration.
+    const stranger = await fetch(`${server.url}/lti/login?${new URLSearchParams({ iss: 'https://unknown-lms.example', client_id: 'who', login_hint: 'h', target_link_uri: `${server.url}/lti/launch` })}`, { redirect: 'manual' });
+    const strangerReport = reportIdOf(await expectRefusalPage(stranger, 400));
+
+    const listed = ((await (await api(`/dashboard/v1/lms/${registrationId}/refusals`)).json()) as { refusals: Refusal[] }).refusals;
+    expect(listed.map((r) => r.report_id)).toEqual(expect.arrayContaining([forgedReport, cookieReport]));
+    const byForged = listed.find((r) => r.report_id === forgedReport);
+    expect(byForged).toMatchObject({ registration_id: registrationId, message: 'launch', code: 'bad_signature', reason: "The id_token's signature does not verify with the LMS's public key." });
+    const byCookie = listed.find((r) => r.report_id === cookieReport);
+    expect(byCookie?.reason).toContain('your LMS opens the tool in a frame and the browser blocks');
+    expect(byCookie?.advice).toContain('Open the tool in a new window');
+    // Never the token, whole or in part.
+    expect(JSON.stringify(listed)).not.toContain(forged.split('.')[1] as string);
+
+    const found = await api(`/dashboard/v1/lms-refusals/${strangerReport}`);
+    expect(found.status).toBe(200);
+    expect(await found.json()).toMatchObject({ registration_id: null, issuer: 'https://unknown-lms.example', client_id: 'who', message: 'login', code: 'unknown_registration' });
+    const missing = await api('/dashboard/v1/lms-refusals/req_nothing_here');
+    expect(missing.status).toBe(404);
+    expect(((await missing.json()) as { code: string }).code).toBe('lms_refusal_not_found');
+
+    const listedByCli = await tis('lms', 'refusals', registrationId);
+    expect(listedByCli.code).toBe(0);
+    expect(listedByCli.out).toContain(`${forgedReport} `);
+    expect(listedByCli.out).toContain("reason: The id_token's signature does not verify with the LMS's public key.");
+    const one = await tis('lms', 'refusal', cookieReport);
+    expect(one.code).toBe(0);
+    expect(one.out).toMatch(new RegExp(`^${cookieReport} \\S+ launch refused \\(state_not_bound, HTTP 400\\)`));
+    expect(one.out).toContain('what to change: Open the tool in a new window');
+    expect((await tis('lms', 'refusal', 'req_nothing_here')).code).toBe(1);
+  });
+
+  it('a flood of forged logins answers every one and keeps no more than the per-second cap', async () => {
+    const before = await server.services.store.driver.get<{ n: number | string }>('SELECT count(*) AS n FROM lti_refusals');
+    const pages = await Promise.all(
+      Array.from({ length: 60 }, (_, i) =>
+        fetch(`${server.url}/lti/login?${new URLSearchParams({ iss: `https://flood-${i}.example`, login_hint: 'h', target_link_uri: `${server.url}/lti/launch` })}`, { redirect: 'manual' }).then(async (r) => {
+          await r.text();
+          return r.status;
+        }),
+      ),
+    );
+    expect(pages.every((status) => status === 400)).toBe(true);
+    const after = await server.services.store.driver.get<{ n: number | string }>('SELECT count(*) AS n FROM lti_refusals');
+    // 20 per second: a burst that straddles a second boundary keeps at most twice that.
+    expect(Number(after?.n) - Number(before?.n)).toBeLessThanOrEqual(40);
   });
 });

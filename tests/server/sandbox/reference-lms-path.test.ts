@@ -143,6 +143,55 @@ describe('the reference LMS and the service, end to end', () => {
     expect(book.columns[0]?.scores).toEqual([expect.objectContaining({ userId: sam.sub, scoreGiven: 8, scoreMaximum: 10, comment: 'Well done', timestamp: attempt.submitted })]);
   });
 
+  it('a link a teacher adds by hand gets one gradebook column from the service, on the placing launch and under racing launches (issue 28)', async () => {
+    const { registrations } = await lms.registrations();
+    const deploymentId = registrations[0]?.deployments[0]?.deployment_id ?? '';
+    const course = await lms.createCourse({ deployment_id: deploymentId, title: 'Chemistry 101', label: 'CHEM-101' });
+    const ines = await lms.createUser({ given_name: 'Ines', family_name: 'Instructor', email: 'ines@school.example' });
+    await lms.enrol(course.id, ines.sub, ['instructor']);
+    const students = await Promise.all([1, 2, 3, 4].map((i) => lms.createUser({ given_name: `Stu${i}`, family_name: 'Dent', email: `stu${i}@school.example` })));
+    for (const s of students) await lms.enrol(course.id, s.sub, ['student']);
+
+    // The teacher's own link, no column: her first launch places the quiz through the picker and the
+    // service creates the link's line item in the LMS.
+    const byHand = await lms.createLink(course.id, { title: 'Quiz by hand', custom: {}, line_item: null });
+    const picker = await throughOidc((await lms.launch(byHand.id, ines.sub)).url);
+    const key = formOf(await picker.text()).fields['key'] ?? '';
+    const choose = (fields: Record<string, string>): Promise<Response> =>
+      fetch(`${server.url}/lti/deep-linking`, { method: 'POST', redirect: 'manual', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() });
+    await (await choose({ key, app: tool.app.id })).text();
+    const placed = await choose({ key, app: tool.app.id, confirm: '1', extid: 'quiz-1' });
+    expect(placed.status).toBe(303);
+    const teacherClaims = await verifyToken(server, formOf(await (await fetch(placed.headers.get('location') ?? '')).text()).fields['launch_data'] ?? '', tool.app.id);
+    expect((teacherClaims['grade'] as { submit: string | null }).submit).toMatch(/\/scores$/);
+    expect((await lms.link(byHand.id)).line_items).toEqual([expect.objectContaining({ label: 'Quiz 1', scoreMaximum: 10 })]);
+
+    // A second hand-made link naming a placement with no column: four students' first launches race.
+    const school = await server.services.store.organizations.find(server.services.sandboxLms.issuer(), registrations[0]?.client_id ?? '', deploymentId);
+    const context = await server.services.store.contexts.findByExternal(school?.id ?? '', course.id);
+    const first = await server.services.store.placements.get((await server.services.store.lti.findResourceLink(school?.id ?? '', byHand.id)) ?? '');
+    const second = await server.services.launches.place({ appId: tool.app.id, contextId: context?.id ?? '', locationId: first?.locationId ?? '' });
+    const raced = await lms.createLink(course.id, { title: 'Quiz, second sitting', custom: { tis_placement: second.resourceLink }, line_item: null });
+    const claims = await Promise.all(
+      students.map(async (s) => {
+        const launched = await throughOidc((await lms.launch(raced.id, s.sub)).url);
+        expect(launched.status, await launched.clone().text()).toBe(303);
+        return verifyToken(server, formOf(await (await fetch(launched.headers.get('location') ?? '')).text()).fields['launch_data'] ?? '', tool.app.id);
+      }),
+    );
+    expect((await lms.link(raced.id)).line_items).toHaveLength(1);
+    const submits = claims.map((c) => (c['grade'] as { submit: string | null }).submit);
+    expect(submits.every((u) => typeof u === 'string')).toBe(true);
+    const graded = await fetch(submits[0] as string, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${(claims[0]?.['api'] as { token: string }).token}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ score: 0.5 }),
+    });
+    expect(((await graded.json()) as { status: string }).status).toBe('success');
+    const column = (await lms.gradebook(course.id)).columns.find((c) => c.resourceLinkId === raced.id);
+    expect(column?.scores).toEqual([expect.objectContaining({ userId: students[0]?.sub, scoreGiven: 5 })]);
+  });
+
   it("makes the LMS side of a tool's Sandbox once, and its staff's launches land in that school and course", async () => {
     const course = { title: 'Sandbox course', label: 'SANDBOX-2026F', schoolTitle: 'Sandbox School' };
     const [first, second] = await Promise.all([ensureLmsSandbox(server.services, tool.app.id, course), ensureLmsSandbox(server.services, tool.app.id, course)]);

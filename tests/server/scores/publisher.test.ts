@@ -245,7 +245,7 @@ describe('AGS publisher → the Sandbox LMS', () => {
     const outcome = await offline.publish(publication(c));
     expect(outcome.status).toBe('failed');
     expect(outcome.response).toBeNull();
-    expect(outcome.error).toMatch(/^the LMS could not be reached at http:\/\/127\.0\.0\.1:\d+: /);
+    expect(outcome.error).toMatch(/^the LMS token endpoint could not be reached at http:\/\/127\.0\.0\.1:\d+: /);
     expect(calls).toEqual([expect.stringMatching(/^http:\/\/127\.0\.0\.1:9\/.*\/token$/)]);
   });
 
