@@ -16,6 +16,7 @@ import type { CredentialStore } from '../auth/credentials.js';
 import type { Principal } from '../auth/principal.js';
 import { hasBody, isMediaType, parseFormBody, parseJsonBody, readRawBody, unsupportedMediaType } from './body.js';
 import type { Logger } from './log.js';
+import type { RequestFinished } from './request-context.js';
 import { Problem } from './problem.js';
 import type { GuardContext, HandlerContext, HandlerResult } from './registry.js';
 import { writeResult } from './registry.js';
@@ -63,6 +64,10 @@ export interface RequestLocals {
   log: Logger;
   /** The request's credential reads, shared by the contract dispatch and the credential step. */
   credentialStore?: CredentialStore;
+  /** The client's address as the trusted proxies name it (H-20), resolved once by the request context. */
+  clientAddress: string;
+  /** The metrics' hook of a finished request (OPS-10), when they are on. */
+  finished?: RequestFinished;
   /** The matched operation's path template, for the access log. */
   route?: string;
   operationId?: string;

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Logger } from './log.js';
+import type { ClientAddressOf } from './client-address.js';
 import type { ContractResponse } from './front.js';
 import type { RequestLocals } from './pipeline.js';
 
@@ -32,13 +33,27 @@ export function acceptedRequestId(header: string | string[] | undefined): string
   return typeof value === 'string' && INCOMING_ID.test(value) ? value : null;
 }
 
-export function requestContext(log: Logger, servedVersionOf: (res: Response) => string): RequestHandler {
+/**
+ * What both fronts do for every request beside the id and the access line, in one place each: the client's
+ * address (H-20) and the metrics' timing (OPS-10). One object per app.
+ */
+export interface RequestHooks {
+  clientAddress: ClientAddressOf;
+  /** Called once per request with what its access line says; absent when the metrics are off. */
+  finished?: RequestFinished;
+}
+
+export type RequestFinished = (method: string | undefined, operation: string, status: number, seconds: number) => void;
+
+export function requestContext(log: Logger, servedVersionOf: (res: Response) => string, hooks: RequestHooks): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
     const started = process.hrtime.bigint();
     const requestId = acceptedRequestId(req.headers['request-id']) ?? newRequestId();
     const locals = res.locals as RequestLocals;
     locals.requestId = requestId;
     locals.log = log.child({ request_id: requestId });
+    locals.clientAddress = hooks.clientAddress(req);
+    if (hooks.finished) locals.finished = hooks.finished;
     res.setHeader('Request-Id', requestId);
     res.setHeader('Vary', 'Contract-Version');
     // Set late (on write) so a dispatch that picks another contract can still say which one served.
@@ -67,13 +82,18 @@ export function stampContractVersion<R extends ServerResponse>(res: R, servedVer
 /** The one access line of a request (499 for a response the client did not wait for). */
 function writeAccessLine(locals: RequestLocals, method: string | undefined, statusCode: number, aborted: boolean, started: bigint): void {
   const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
+  const path = locals.route ?? 'unmatched';
+  const status = aborted ? 499 : statusCode;
   const fields = {
     method,
-    path: locals.route ?? 'unmatched',
+    path,
     operation: locals.operationId,
-    status: aborted ? 499 : statusCode,
+    status,
     duration_ms: Math.round(durationMs * 1000) / 1000,
+    client_address: locals.clientAddress,
   };
+  // The metrics' label is the operationId, else the route's template: never the path as sent (OPS-12).
+  locals.finished?.(method, locals.operationId ?? path, status, durationMs / 1000);
   if (aborted) locals.log.warn('request aborted by the client', fields);
   else locals.log.info('request', fields);
 }
@@ -100,11 +120,13 @@ export function contractRequestContext(
   req: IncomingMessage,
   res: ContractResponse,
   beforeHead: (res: ContractResponse) => void,
+  hooks: RequestHooks,
 ): RequestLocals {
   res.started = process.hrtime.bigint();
   res.logged = false;
   const requestId = acceptedRequestId(req.headers['request-id']) ?? newRequestId();
-  const locals: RequestLocals = { requestId, log: log.child({ request_id: requestId }) };
+  const locals: RequestLocals = { requestId, log: log.child({ request_id: requestId }), clientAddress: hooks.clientAddress(req) };
+  if (hooks.finished) locals.finished = hooks.finished;
   res.locals = locals as unknown as Record<string, unknown>;
   res.setHeader('Request-Id', requestId);
   res.setHeader('Vary', 'Contract-Version');

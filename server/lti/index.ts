@@ -4,7 +4,7 @@
  * routes (`ltiRoutes`).
  */
 import type { Clock } from '../store/index.js';
-import type { ToolHttpClient } from '../outbound/index.js';
+import type { LmsEndpointField, ToolHttpClient } from '../outbound/index.js';
 import { LmsHttp } from './http.js';
 import { PlatformKeys } from './platform-keys.js';
 import type { OwnLms } from './urls.js';
@@ -22,8 +22,14 @@ declare module '../http/services.js' {
   }
 }
 
-export function createLtiServices(deps: { outbound: Pick<ToolHttpClient, 'check'>; clock: Clock; ownLms?: OwnLms }): LtiServices {
-  const lms = new LmsHttp(deps.outbound, deps.ownLms);
+export function createLtiServices(deps: {
+  outbound: Pick<ToolHttpClient, 'check'>;
+  clock: Clock;
+  ownLms?: OwnLms;
+  /** Times each LMS call (the metrics, OPS-10). */
+  observe?: (field: LmsEndpointField, url: string, seconds: number) => void;
+}): LtiServices {
+  const lms = new LmsHttp(deps.outbound, deps.ownLms, deps.observe);
   return { lms, keys: new PlatformKeys(lms, deps.clock) };
 }
 
