@@ -374,8 +374,8 @@ export async function buildServices(config: Config, options: BuildServicesOption
   });
   const sandboxLms = createSandboxLmsHost({ config, log, ...(options.selfOrigin ? { selfOrigin: options.selfOrigin } : {}) });
   // The Sandbox's LMS is the service itself: its URLs need no development switch (decision LTI-43).
-  const lti = createLtiServices({ outbound, clock, ownLms: sandboxLms, observe: (field, url, seconds) => {
-      const kind = lmsRequestKind(field, url);
+  const lti = createLtiServices({ outbound, clock, ownLms: sandboxLms, observe: (request, seconds) => {
+      const kind = lmsRequestKind(request);
       if (kind !== null) metrics.lmsRequest(kind, seconds);
     },
   });

@@ -67,7 +67,7 @@ export class LmsHttp {
     /** The Sandbox's LMS in process: its URLs are the service's own, exempt from the rules (LTI-43). */
     private readonly own?: OwnLms,
     /** Times each call, whatever its answer (the metrics, OPS-10). */
-    private readonly observe?: (field: LmsEndpointField, url: string, seconds: number) => void,
+    private readonly observe?: (req: LmsRequest, seconds: number) => void,
   ) {}
 
   /** The endpoint URL rules alone, for a URL stored now and called later. */
@@ -89,7 +89,7 @@ export class LmsHttp {
     if (this.observe === undefined) return this.#request(req);
     const started = performance.now();
     const answer = await this.#request(req);
-    this.observe(req.field, req.url, (performance.now() - started) / 1000);
+    this.observe(req, (performance.now() - started) / 1000);
     return answer;
   }
 

@@ -4,8 +4,9 @@
  * routes (`ltiRoutes`).
  */
 import type { Clock } from '../store/index.js';
-import type { LmsEndpointField, ToolHttpClient } from '../outbound/index.js';
+import type { ToolHttpClient } from '../outbound/index.js';
 import { LmsHttp } from './http.js';
+import type { LmsRequest } from './http.js';
 import { PlatformKeys } from './platform-keys.js';
 import type { OwnLms } from './urls.js';
 
@@ -27,7 +28,7 @@ export function createLtiServices(deps: {
   clock: Clock;
   ownLms?: OwnLms;
   /** Times each LMS call (the metrics, OPS-10). */
-  observe?: (field: LmsEndpointField, url: string, seconds: number) => void;
+  observe?: (req: LmsRequest, seconds: number) => void;
 }): LtiServices {
   const lms = new LmsHttp(deps.outbound, deps.ownLms, deps.observe);
   return { lms, keys: new PlatformKeys(lms, deps.clock) };

@@ -34,13 +34,20 @@ const REQUEST_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 /** Outbound calls: a loopback LMS answers in milliseconds, a school's across the internet in tenths. */
 const OUTBOUND_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
-/** Which kind of LMS call a request to an endpoint is; a line item's `/scores` is a score. */
-export function lmsRequestKind(field: LmsEndpointField, url: string): LmsRequestKind | null {
-  switch (field) {
+/**
+ * Which kind of LMS call a request is. The grade calls all pass as `lineitem` requests (their URLs are the
+ * school's, under the same rules): the client-credentials grant is the form-encoded one, a score is the
+ * line item's `/scores`, anything else is the line item itself.
+ */
+export function lmsRequestKind(request: { field: LmsEndpointField; url: string; headers?: Record<string, string> }): LmsRequestKind | null {
+  switch (request.field) {
     case 'token_endpoint':
       return 'token';
-    case 'lineitem':
-      return /\/scores\/?(?:\?|$)/.test(url) ? 'score' : 'line_item';
+    case 'lineitem': {
+      const type = Object.entries(request.headers ?? {}).find(([name]) => name.toLowerCase() === 'content-type')?.[1] ?? '';
+      if (type.startsWith('application/x-www-form-urlencoded')) return 'token';
+      return /\/scores\/?(?:\?|$)/.test(request.url) ? 'score' : 'line_item';
+    }
     case 'registration_endpoint':
     case 'openid_configuration':
       return 'registration';
