@@ -193,6 +193,7 @@ export function contractPipeline(contract: ContractDefinition, services: Service
           services,
           req,
           requestId: locals.requestId,
+          clientAddress: locals.clientAddress,
           log,
         });
       }

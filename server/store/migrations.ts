@@ -579,6 +579,8 @@ export const MIGRATIONS: readonly Migration[] = [
       expires_at BIGINT NOT NULL
     )`,
   ]),
+  // H-21: the audit log says from where, as the trusted proxies name the client; older entries say null.
+  portable('0131_audit_client_address', [`ALTER TABLE audit_log ADD COLUMN client_address TEXT`]),
 ];
 
 function sharedBlobTables(bytesType: 'BLOB' | 'BYTEA'): string[] {
