@@ -20,6 +20,8 @@
  *
  * Options: --duration <s> (default 5), --warmup <s> (1), --connections <n,n> (10,64),
  *          --with-validation (adds the full stack with RESPONSE_VALIDATION=true as another target),
+ *          --metrics (adds the full stack with METRICS=off as another target, and the ratio "metrics on/off":
+ *          what the Prometheus metrics cost a request, OPS-10; the full stack runs with them on, the default),
  *          --postgres <url> (the database of the PostgreSQL columns; default BENCH_DATABASE_URL,
  *          TIS_TEST_DATABASE_URL or the test database), --no-postgres (leaves those columns out),
  *          --no-prism, --cold-starts <n> (3; 0 leaves the cold start out), --out <dir> (bench/results),
@@ -72,6 +74,7 @@ const { values: options } = parseArgs({
     warmup: { type: 'string', default: '1' },
     connections: { type: 'string', default: '10,64' },
     'with-validation': { type: 'boolean', default: false },
+    metrics: { type: 'boolean', default: false },
     postgres: { type: 'string', default: DEFAULT_BENCH_DATABASE_URL },
     'no-postgres': { type: 'boolean', default: false },
     'no-prism': { type: 'boolean', default: false },
@@ -283,6 +286,7 @@ const fmtRps = (n: number) => (n >= 100 ? Math.round(n).toLocaleString('en-US') 
 const fmtMs = (n: number) => `${Math.round(n * 10) / 10} ms`;
 
 const SQLITE = 'full stack, SQLite';
+const METRICS_OFF = 'full stack, SQLite, metrics off';
 const BASELINE = 'baseline checkout, SQLite';
 const BARE = 'bare Express';
 const PRISM = 'Prism mock';
@@ -357,7 +361,8 @@ async function main(): Promise<void> {
       if (options.baseline) process.stderr.write(`  cold start of the baseline checkout: ${show(baselineColdStarts)}\n`);
     }
 
-    const serviceEnv = (port: number, validation: boolean): NodeJS.ProcessEnv => ({
+    const serviceEnv = (port: number, validation: boolean, metrics = true): NodeJS.ProcessEnv => ({
+      METRICS: metrics ? 'on' : 'off',
       ...serviceEnvForLoopbackLms,
       PORT: String(port),
       HOST: '127.0.0.1',
@@ -385,6 +390,11 @@ async function main(): Promise<void> {
           await startTarget(`${SQLITE}, response validation ON`, SERVICE_ARGS, validatingPort, serviceEnv(validatingPort, true), '/healthz'),
         ),
       );
+    }
+    if (options.metrics) {
+      // Same data dir and LMS; only METRICS differs, so the ratio is what the metrics cost (OPS-10).
+      const port = await freePort();
+      targets.push(single(await startTarget(METRICS_OFF, SERVICE_ARGS, port, serviceEnv(port, false, false), '/healthz')));
     }
     if (options['no-postgres']) {
       postgresNote = 'PostgreSQL columns left out (--no-postgres)';
@@ -440,6 +450,7 @@ async function main(): Promise<void> {
     // Requests/s ratios: the full stack against each baseline, PostgreSQL against SQLite, and what a second
     // instance adds on the same database.
     const ratios: RatioDef[] = [{ label: 'SQLite/bare', of: SQLITE, to: BARE }];
+    if (options.metrics) ratios.push({ label: 'metrics on/off', of: SQLITE, to: METRICS_OFF });
     if (options.baseline) ratios.push({ label: 'SQLite/baseline', of: SQLITE, to: BASELINE }, { label: 'baseline/bare', of: BASELINE, to: BARE });
     if (!options['no-prism']) ratios.push({ label: 'SQLite/Prism', of: SQLITE, to: PRISM });
     if (postgres) ratios.push({ label: 'PG 1/SQLite', of: PG_ONE, to: SQLITE }, { label: 'PG 2/PG 1', of: PG_TWO, to: PG_ONE });

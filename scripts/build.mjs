@@ -97,7 +97,9 @@ if (bundle !== 'none') {
   // reads as JSON far faster than V8 parses it as a literal). They stay in node_modules, loaded by name from
   // the bundle; the build fails unless that name finds, from dist/, the very file the importer would get
   // (an install that nests another version under the importer would otherwise be bypassed).
-  const requiredByName = ['iconv-lite', 'mime-db'];
+  // prom-client too (decision OPS-10): its `Registry` class would share the bundle's top level with another
+  // module's `Registry` and be renamed (the class-name check below); loaded by name it keeps its own scope.
+  const requiredByName = ['iconv-lite', 'mime-db', 'prom-client'];
   const sameFileFromDist = {
     name: 'required-by-name',
     setup(build) {

@@ -447,6 +447,7 @@ export async function startService(config: Config, options: StartOptions = {}): 
   const metricsAddress = metricsServer?.address() as AddressInfo | undefined;
   const metricsUrl = metricsAddress ? `http://${metricsAddress.family === 'IPv6' ? `[${metricsAddress.address}]` : metricsAddress.address}:${metricsAddress.port}/metrics` : null;
   if (config.trustProxy.kind !== 'none') services.log.info('trusting proxies for the client address', { trust_proxy: describeTrustProxy(config.trustProxy) });
+  if (metricsUrl !== null) services.log.info('metrics listening, without a credential', { metrics_url: metricsUrl });
 
   let stopping: Promise<void> | null = null;
   const stop = (): Promise<void> => {

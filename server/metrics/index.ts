@@ -7,13 +7,13 @@
  * operation is the operationId or the route's template (never a path as sent), statuses are three digits.
  * Nothing names a tool, a course or a person.
  *
- * The request histogram is on every request's path, so its labelled children are kept by key (PERF-style:
- * prom-client otherwise hashes the label object on every observation).
+ * The request histogram is on every request's path, so it is a light one of its own (`request-histogram.ts`).
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { RootDriver } from '../store/driver.js';
 import type { Publisher } from '../scores/publisher.js';
 import type { LmsEndpointField } from '../outbound/index.js';
+import { RequestHistogram } from './request-histogram.js';
 
 declare module '../http/services.js' {
   interface Services {
@@ -60,14 +60,9 @@ export function lmsRequestKind(request: { field: LmsEndpointField; url: string; 
   }
 }
 
-interface RequestChild {
-  observe(value: number): void;
-}
-
 export class ServiceMetrics {
   readonly registry = new Registry();
-  private readonly requests: Histogram<'method' | 'operation' | 'status'>;
-  private readonly requestChildren = new Map<string, RequestChild>();
+  private readonly requests: RequestHistogram;
   private readonly scoreAttempts: Counter<'outcome'>;
   private readonly lmsRequests: Histogram<'kind'>;
   private readonly toolRequests: Histogram<'kind'>;
@@ -77,13 +72,12 @@ export class ServiceMetrics {
   /** `enabled` false (`METRICS=off`): nothing is timed per request, and no default metrics are collected. */
   constructor(readonly enabled: boolean) {
     const registers = [this.registry];
-    this.requests = new Histogram({
-      name: 'http_request_duration_seconds',
-      help: 'Time from a request’s arrival to its last byte written, by method, operation (operationId or route template) and status.',
-      labelNames: ['method', 'operation', 'status'],
-      buckets: REQUEST_BUCKETS,
-      registers,
-    });
+    this.requests = new RequestHistogram(
+      'http_request_duration_seconds',
+      'Time from a request’s arrival to its last byte written, by method, operation (operationId or route template) and status.',
+      REQUEST_BUCKETS,
+      this.registry,
+    );
     this.scoreAttempts = new Counter({
       name: 'tis_score_attempts_total',
       help: 'Score attempts published to an LMS gradebook, by outcome (success or failed).',
@@ -121,14 +115,7 @@ export class ServiceMetrics {
 
   /** One finished request (the access line's hook, both fronts). */
   request(method: string | undefined, operation: string, status: number, seconds: number): void {
-    const key = `${method} ${status} ${operation}`;
-    let child = this.requestChildren.get(key);
-    if (child === undefined) {
-      const known = method !== undefined && METHODS.has(method) ? method : 'OTHER';
-      child = this.requests.labels(known, operation, String(status));
-      this.requestChildren.set(key, child);
-    }
-    child.observe(seconds);
+    this.requests.observe(method !== undefined && METHODS.has(method) ? method : 'OTHER', operation, status, seconds);
   }
 
   scoreAttempt(outcome: 'success' | 'failed'): void {

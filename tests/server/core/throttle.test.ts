@@ -315,8 +315,9 @@ function parsePrometheus(text: string): Map<string, { type: string; help: string
       labels[key] = escaped.replace(/\\(.)/g, (_m, c: string) => (c === 'n' ? '\n' : c));
       at += whole.length;
     }
-    const value = raw === '+Inf' ? Infinity : raw === '-Inf' ? -Infinity : Number(raw);
-    expect(raw === 'NaN' || !Number.isNaN(value), line).toBe(true);
+    // Prometheus reads values as Go's ParseFloat does: NaN in any case (prom-client writes `Nan`), ±Inf.
+    const value = raw === '+Inf' ? Infinity : raw === '-Inf' ? -Infinity : /^nan$/i.test(raw) ? Number.NaN : Number(raw);
+    expect(/^nan$/i.test(raw) || (!Number.isNaN(value) && /^[-+]?(\d|\.\d)/.test(raw)), line).toBe(true);
     const base = name.replace(/_(bucket|sum|count|total|created)$/, '');
     const family = families.get(name) ?? families.get(base);
     expect(family, `sample before its TYPE: ${line}`).toBeDefined();
