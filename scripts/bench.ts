@@ -491,6 +491,34 @@ async function main(): Promise<void> {
         }
       }
     }
+    // --metrics: on a shared machine one cell each is at the neighbours' mercy, so the two are also measured
+    // in alternation, five rounds at the first connection count, and the medians' ratios printed: requests/s
+    // and, steadier under load, the service's CPU per request (OPS-10).
+    const metricsLines: string[] = [];
+    const withMetrics = targets.find((t) => t.name === SQLITE);
+    const withoutMetrics = targets.find((t) => t.name === METRICS_OFF);
+    if (withMetrics && withoutMetrics) {
+      const conns = CONNECTIONS[0] ?? 10;
+      const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN;
+      for (const op of operations) {
+        const on: Cell[] = [];
+        const off: Cell[] = [];
+        for (let round = 0; round < 5; round += 1) {
+          const a = await measure(withMetrics, op, conns);
+          const b = await measure(withoutMetrics, op, conns);
+          if (a) on.push(a);
+          if (b) off.push(b);
+        }
+        const rps = median(on.map((c) => c.rps)) / median(off.map((c) => c.rps));
+        const cpuOn = median(on.map((c) => c.cpuMsPerRequest));
+        const cpuOff = median(off.map((c) => c.cpuMsPerRequest));
+        metricsLines.push(
+          `${op.name}, ${conns} connections, 5 alternating rounds: metrics on/off requests/s ${rps.toFixed(2)}× ` +
+            `(${on.map((c) => fmtRps(c.rps)).join(', ')} on; ${off.map((c) => fmtRps(c.rps)).join(', ')} off); ` +
+            `CPU per request ${(cpuOn / cpuOff).toFixed(2)}× (${cpuOn.toFixed(3)} ms on, ${cpuOff.toFixed(3)} ms off, medians)`,
+        );
+      }
+    }
     for (const [name, s] of started) run.rssMb[name] = Math.round(rssMb(s.pid) * 10) / 10;
     const loadAfter = loadavg();
     const disk = probeCommitCost(200, dataDir);
@@ -531,7 +559,8 @@ async function main(): Promise<void> {
       })
       .join(', ')}`;
     const cpuColumns = postgres && options.pg ? postgres.columns.map((c) => c.name) : [];
-    process.stdout.write(`\n${markdownTables(run, SQLITE, BARE, cpuColumns)}\n${cold}\n\n${rss}\n\n${p99s}\n\n${run.machine}\n`);
+    const metricsCost = metricsLines.length ? `What the metrics cost (OPS-10): ${metricsLines.join('\n')}\n\n` : '';
+    process.stdout.write(`\n${markdownTables(run, SQLITE, BARE, cpuColumns)}\n${metricsCost}${cold}\n\n${rss}\n\n${p99s}\n\n${run.machine}\n`);
     const written = writeRun(run, resolve(repoRoot, options.out));
     process.stdout.write(`\nWritten: ${written.json}, ${written.svg}\n`);
     if (flagged.length) {

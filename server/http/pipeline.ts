@@ -67,7 +67,7 @@ export interface RequestLocals {
   /** The client's address as the trusted proxies name it (H-20), resolved once by the request context. */
   clientAddress: string;
   /** The metrics' hook of a finished request (OPS-10), when they are on. */
-  finished?: RequestFinished;
+  finished?: RequestFinished | undefined;
   /** The matched operation's path template, for the access log. */
   route?: string;
   operationId?: string;

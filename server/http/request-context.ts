@@ -53,7 +53,7 @@ export function requestContext(log: Logger, servedVersionOf: (res: Response) => 
     locals.requestId = requestId;
     locals.log = log.child({ request_id: requestId });
     locals.clientAddress = hooks.clientAddress(req);
-    if (hooks.finished) locals.finished = hooks.finished;
+    locals.finished = hooks.finished;
     res.setHeader('Request-Id', requestId);
     res.setHeader('Vary', 'Contract-Version');
     // Set late (on write) so a dispatch that picks another contract can still say which one served.
@@ -125,8 +125,8 @@ export function contractRequestContext(
   res.started = process.hrtime.bigint();
   res.logged = false;
   const requestId = acceptedRequestId(req.headers['request-id']) ?? newRequestId();
-  const locals: RequestLocals = { requestId, log: log.child({ request_id: requestId }), clientAddress: hooks.clientAddress(req) };
-  if (hooks.finished) locals.finished = hooks.finished;
+  // One object shape whether the metrics are on or off.
+  const locals: RequestLocals = { requestId, log: log.child({ request_id: requestId }), clientAddress: hooks.clientAddress(req), finished: hooks.finished };
   res.locals = locals as unknown as Record<string, unknown>;
   res.setHeader('Request-Id', requestId);
   res.setHeader('Vary', 'Contract-Version');
