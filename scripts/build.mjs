@@ -30,8 +30,10 @@ cpSync(join(root, 'server/web-dashboard/static'), join(out, 'server/web-dashboar
 if (bundle !== 'none') {
   const esbuild = await import('esbuild');
   // Native code (better-sqlite3's binding) and the packages of features a SQLite service does not use
-  // (pg for a PostgreSQL store, the AWS SDK for S3 files) stay in node_modules.
-  const external = ['better-sqlite3', 'pg', '@aws-sdk/*'];
+  // (pg for a PostgreSQL store, the AWS SDK for S3 files) stay in node_modules. prom-client too (decision
+  // OPS-10): in the bundle its `Registry` class would share the top level with another module's `Registry`
+  // and be renamed (the class-name check below); from node_modules it keeps its own scope.
+  const external = ['better-sqlite3', 'pg', '@aws-sdk/*', 'prom-client'];
   const entry = join(out, 'server', 'main.js');
   // Our modules find files beside themselves (`generated/<api>/openapi.json`, the dashboard's static folder)
   // and resolve packages from where they sit, through `import.meta.url`. In the bundle every module shares
@@ -97,9 +99,7 @@ if (bundle !== 'none') {
   // reads as JSON far faster than V8 parses it as a literal). They stay in node_modules, loaded by name from
   // the bundle; the build fails unless that name finds, from dist/, the very file the importer would get
   // (an install that nests another version under the importer would otherwise be bypassed).
-  // prom-client too (decision OPS-10): its `Registry` class would share the bundle's top level with another
-  // module's `Registry` and be renamed (the class-name check below); loaded by name it keeps its own scope.
-  const requiredByName = ['iconv-lite', 'mime-db', 'prom-client'];
+  const requiredByName = ['iconv-lite', 'mime-db'];
   const sameFileFromDist = {
     name: 'required-by-name',
     setup(build) {
