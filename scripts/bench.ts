@@ -20,6 +20,8 @@
  *
  * Options: --duration <s> (default 5), --warmup <s> (1), --connections <n,n> (10,64),
  *          --with-validation (adds the full stack with RESPONSE_VALIDATION=true as another target),
+ *          --metrics (adds the full stack with METRICS=off as another target, and the ratio "metrics on/off":
+ *          what the Prometheus metrics cost a request, OPS-10; the full stack runs with them on, the default),
  *          --postgres <url> (the database of the PostgreSQL columns; default BENCH_DATABASE_URL,
  *          TIS_TEST_DATABASE_URL or the test database), --no-postgres (leaves those columns out),
  *          --no-prism, --cold-starts <n> (3; 0 leaves the cold start out), --out <dir> (bench/results),
@@ -72,6 +74,7 @@ const { values: options } = parseArgs({
     warmup: { type: 'string', default: '1' },
     connections: { type: 'string', default: '10,64' },
     'with-validation': { type: 'boolean', default: false },
+    metrics: { type: 'boolean', default: false },
     postgres: { type: 'string', default: DEFAULT_BENCH_DATABASE_URL },
     'no-postgres': { type: 'boolean', default: false },
     'no-prism': { type: 'boolean', default: false },
@@ -253,6 +256,7 @@ const fmtRps = (n: number) => (n >= 100 ? Math.round(n).toLocaleString('en-US') 
 const fmtMs = (n: number) => `${Math.round(n * 10) / 10} ms`;
 
 const SQLITE = 'full stack, SQLite';
+const METRICS_OFF = 'full stack, SQLite, metrics off';
 const BASELINE = 'baseline checkout, SQLite';
 const BARE = 'bare Express';
 const PRISM = 'Prism mock';
@@ -327,7 +331,8 @@ async function main(): Promise<void> {
       if (options.baseline) process.stderr.write(`  cold start of the baseline checkout: ${show(baselineColdStarts)}\n`);
     }
 
-    const serviceEnv = (port: number, validation: boolean): NodeJS.ProcessEnv => ({
+    const serviceEnv = (port: number, validation: boolean, metrics = true): NodeJS.ProcessEnv => ({
+      METRICS: metrics ? 'on' : 'off',
       ...serviceEnvForLoopbackLms,
       PORT: String(port),
       HOST: '127.0.0.1',
@@ -355,6 +360,11 @@ async function main(): Promise<void> {
           await startTarget(`${SQLITE}, response validation ON`, SERVICE_ARGS, validatingPort, serviceEnv(validatingPort, true), '/healthz'),
         ),
       );
+    }
+    if (options.metrics) {
+      // Same data dir and LMS; only METRICS differs, so the ratio is what the metrics cost (OPS-10).
+      const port = await freePort();
+      targets.push(single(await startTarget(METRICS_OFF, SERVICE_ARGS, port, serviceEnv(port, false, false), '/healthz')));
     }
     if (options['no-postgres']) {
       postgresNote = 'PostgreSQL columns left out (--no-postgres)';
@@ -410,6 +420,7 @@ async function main(): Promise<void> {
     // Requests/s ratios: the full stack against each baseline, PostgreSQL against SQLite, and what a second
     // instance adds on the same database.
     const ratios: RatioDef[] = [{ label: 'SQLite/bare', of: SQLITE, to: BARE }];
+    if (options.metrics) ratios.push({ label: 'metrics on/off', of: SQLITE, to: METRICS_OFF });
     if (options.baseline) ratios.push({ label: 'SQLite/baseline', of: SQLITE, to: BASELINE }, { label: 'baseline/bare', of: BASELINE, to: BARE });
     if (!options['no-prism']) ratios.push({ label: 'SQLite/Prism', of: SQLITE, to: PRISM });
     if (postgres) ratios.push({ label: 'PG 1/SQLite', of: PG_ONE, to: SQLITE }, { label: 'PG 2/PG 1', of: PG_TWO, to: PG_ONE });
@@ -448,6 +459,34 @@ async function main(): Promise<void> {
             `  ${op.name} on ${target.name}, ${conns} connections: ${fmtRps(m.rps)} req/s, p50 ${fmtMs(m.p50)}, p99 ${fmtMs(m.p99)}, CPU ${m.cpuMsPerRequest.toFixed(2)} ms/request${database}, RSS after ${m.rssMbAfter ?? 'n/a'} MB${m.bad ? ` [${m.bad}]` : ''}\n`,
           );
         }
+      }
+    }
+    // --metrics: on a shared machine one cell each is at the neighbours' mercy, so the two are also measured
+    // in alternation, five rounds at the first connection count, and the medians' ratios printed: requests/s
+    // and, steadier under load, the service's CPU per request (OPS-10).
+    const metricsLines: string[] = [];
+    const withMetrics = targets.find((t) => t.name === SQLITE);
+    const withoutMetrics = targets.find((t) => t.name === METRICS_OFF);
+    if (withMetrics && withoutMetrics) {
+      const conns = CONNECTIONS[0] ?? 10;
+      const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN;
+      for (const op of operations) {
+        const on: Cell[] = [];
+        const off: Cell[] = [];
+        for (let round = 0; round < 5; round += 1) {
+          const a = await measure(withMetrics, op, conns);
+          const b = await measure(withoutMetrics, op, conns);
+          if (a) on.push(a);
+          if (b) off.push(b);
+        }
+        const rps = median(on.map((c) => c.rps)) / median(off.map((c) => c.rps));
+        const cpuOn = median(on.map((c) => c.cpuMsPerRequest));
+        const cpuOff = median(off.map((c) => c.cpuMsPerRequest));
+        metricsLines.push(
+          `${op.name}, ${conns} connections, 5 alternating rounds: metrics on/off requests/s ${rps.toFixed(2)}× ` +
+            `(${on.map((c) => fmtRps(c.rps)).join(', ')} on; ${off.map((c) => fmtRps(c.rps)).join(', ')} off); ` +
+            `CPU per request ${(cpuOn / cpuOff).toFixed(2)}× (${cpuOn.toFixed(3)} ms on, ${cpuOff.toFixed(3)} ms off, medians)`,
+        );
       }
     }
     for (const [name, s] of started) run.rssMb[name] = Math.round(rssMb(s.pid) * 10) / 10;
@@ -490,7 +529,8 @@ async function main(): Promise<void> {
       })
       .join(', ')}`;
     const cpuColumns = postgres && options.pg ? postgres.columns.map((c) => c.name) : [];
-    process.stdout.write(`\n${markdownTables(run, SQLITE, BARE, cpuColumns)}\n${cold}\n\n${rss}\n\n${p99s}\n\n${run.machine}\n`);
+    const metricsCost = metricsLines.length ? `What the metrics cost (OPS-10): ${metricsLines.join('\n')}\n\n` : '';
+    process.stdout.write(`\n${markdownTables(run, SQLITE, BARE, cpuColumns)}\n${metricsCost}${cold}\n\n${rss}\n\n${p99s}\n\n${run.machine}\n`);
     const written = writeRun(run, resolve(repoRoot, options.out));
     process.stdout.write(`\nWritten: ${written.json}, ${written.svg}\n`);
     if (flagged.length) {

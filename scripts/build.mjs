@@ -31,8 +31,10 @@ cpSync(join(root, 'server/lti/static'), join(out, 'server/lti/static'), { recurs
 if (bundle !== 'none') {
   const esbuild = await import('esbuild');
   // Native code (better-sqlite3's binding) and the packages of features a SQLite service does not use
-  // (pg for a PostgreSQL store, the AWS SDK for S3 files) stay in node_modules.
-  const external = ['better-sqlite3', 'pg', '@aws-sdk/*'];
+  // (pg for a PostgreSQL store, the AWS SDK for S3 files) stay in node_modules. prom-client too (decision
+  // OPS-10): in the bundle its `Registry` class would share the top level with another module's `Registry`
+  // and be renamed (the class-name check below); from node_modules it keeps its own scope.
+  const external = ['better-sqlite3', 'pg', '@aws-sdk/*', 'prom-client'];
   const entry = join(out, 'server', 'main.js');
   // Our modules find files beside themselves (`generated/<api>/openapi.json`, the dashboard's static folder)
   // and resolve packages from where they sit, through `import.meta.url`. In the bundle every module shares

@@ -18,7 +18,8 @@ import { pinnedContract } from './contracts/pin.js';
 import type { Logger } from './http/log.js';
 import { createLogger } from './http/log.js';
 import type { ContractDefinition } from './http/pipeline.js';
-import { contractPipeline, requestLocals } from './http/pipeline.js';
+import { contractPipeline } from './http/pipeline.js';
+import { requestLocals } from './http/locals.js';
 import { internalError, isProblem, Problem, PROBLEM_CONTENT_TYPE, reasonPhrase } from './http/problem.js';
 import { markNoStore, noStoreWithCredentials } from './http/no-store.js';
 import { CredentialThrottle, DEFAULT_THROTTLE_LIMITS } from './throttle/index.js';
@@ -36,7 +37,11 @@ import { webDashboardRoute } from './web-dashboard/router.js';
 import { LaunchService } from './launches/service.js';
 import type { Connector } from './outbound/index.js';
 import { createToolHttpClient, systemResolver } from './outbound/index.js';
-import { createSandboxLmsHost } from './sandbox/lms-host.js';
+import { createSandboxLmsHost, isSandboxLmsPath, SANDBOX_LMS_ROUTE } from './sandbox/lms-host.js';
+import { clientAddressResolver, describeTrustProxy } from './http/client-address.js';
+import type { RequestHooks } from './http/request-context.js';
+import { countingPublisher, lmsRequestKind, ServiceMetrics } from './metrics/index.js';
+import { listenForMetrics, metricsRoute } from './metrics/serve.js';
 import { createDefaultPublisher } from './scores/index.js';
 import { Signer } from './signing/signer.js';
 import type { Clock, Store } from './store/index.js';
@@ -138,17 +143,36 @@ function createHttp(services: Services, options: AppOptions = {}): { app: Expres
   const servedVersionOf = (res: Response): string =>
     (res.locals as { contractVersion?: string }).contractVersion ?? CURRENT_CONTRACT_VERSION;
 
-  app.use(requestContext(services.log, servedVersionOf));
+  // Both fronts' per-request hooks, in one object (H-20, OPS-10).
+  const metrics = services.metrics;
+  const hooks: RequestHooks = {
+    clientAddress: clientAddressResolver(services.config.trustProxy),
+    ...(metrics.enabled ? { finished: (method, operation, status, seconds) => metrics.request(method, operation, status, seconds) } : {}),
+  };
+  app.use(requestContext(services.log, servedVersionOf, hooks));
   app.use(noStoreWithCredentials);
-  const throttle = new CredentialThrottle(services.store, services.clock, services.log, {
-    ...DEFAULT_THROTTLE_LIMITS,
-    perAddress: services.config.authFailuresPerAddress,
-    perCredential: services.config.authFailuresPerCredential,
+  const throttle = new CredentialThrottle(
+    services.store,
+    services.clock,
+    services.log,
+    {
+      ...DEFAULT_THROTTLE_LIMITS,
+      perAddress: services.config.authFailuresPerAddress,
+      perCredential: services.config.authFailuresPerCredential,
+    },
+    metrics,
+  );
+  // The Sandbox's LMS is a platform of its own with its own credentials, which this throttle never counts:
+  // its requests (the service's own score and control calls among them) are not judged by failures at the
+  // service's credentials, from whatever address (H-22).
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    if (isSandboxLmsPath(req.path)) next();
+    else throttle.gate(req, res, next);
   });
-  app.use(throttle.gate);
 
   app.get('/healthz', async (_req: Request, res: Response) => {
     const locals = requestLocals(res);
+    locals.route = '/healthz';
     if (isShuttingDown()) {
       sendProblem(res, new Problem(503, 'shutting_down', 'the service is shutting down'));
       return;
@@ -171,8 +195,12 @@ function createHttp(services: Services, options: AppOptions = {}): { app: Expres
     else next();
   });
 
+  // The platform team's metrics (OPS-11).
+  app.use(metricsRoute(services));
+
   // The Sandbox's LMS (LTI-40): the reference LMS in process under /lms, an LTI platform like any school's.
   app.use((req: Request, res: Response, next: NextFunction) => {
+    if (isSandboxLmsPath(req.path)) requestLocals(res).route = SANDBOX_LMS_ROUTE;
     services.sandboxLms.handle(req, res).then((handled) => (handled ? undefined : next()), next);
   });
 
@@ -248,7 +276,7 @@ function createHttp(services: Services, options: AppOptions = {}): { app: Expres
       return;
     }
     // A refused credential is counted before the answer leaves (H-05); counting never loses the answer.
-    throttle.failed(req, problem, log).then(
+    throttle.failed(req, res, problem, log).then(
       () => sendProblem(res, problem),
       (countErr: unknown) => {
         log.error('failed authentication not counted', { err: countErr });
@@ -279,7 +307,7 @@ function createHttp(services: Services, options: AppOptions = {}): { app: Expres
         else notFound(req, res);
       };
       try {
-        contractRequestContext(services.log, contractReq, contractRes, contractHeaders);
+        contractRequestContext(services.log, contractReq, contractRes, contractHeaders, hooks);
         markNoStore(req, res);
         throttle.check(req, res).then((problem) => (problem ? next(problem) : dispatchContract(req, res, next)), next);
       } catch (err) {
@@ -336,28 +364,40 @@ export async function buildServices(config: Config, options: BuildServicesOption
     clock,
   });
   const { blobs, files } = await createFileServices({ store, config, clock, log });
+  const metrics = new ServiceMetrics(config.metrics);
+  metrics.watchPool(store.driver);
   const outbound = createToolHttpClient({
     resolve: options.toolResolver ?? systemResolver,
     allowLoopback: config.allowLoopbackTools,
     ...(options.toolConnector ? { connect: options.toolConnector } : {}),
     log,
+    observe: (kind, seconds) => metrics.toolRequest(kind, seconds),
   });
   const sandboxLms = createSandboxLmsHost({ config, log, ...(options.selfOrigin ? { selfOrigin: options.selfOrigin } : {}) });
   // The Sandbox's LMS is the service itself: its URLs need no development switch (decision LTI-43).
-  const lti = createLtiServices({ outbound, clock, ownLms: sandboxLms });
-  const publisher = createDefaultPublisher({
-    signer,
-    schools: ltiPlatforms(store, lti.lms),
-    clock,
+  const lti = createLtiServices({ outbound, clock, ownLms: sandboxLms, observe: (request, seconds) => {
+      const kind = lmsRequestKind(request);
+      if (kind !== null) metrics.lmsRequest(kind, seconds);
+    },
   });
+  const publisher = countingPublisher(
+    createDefaultPublisher({
+      signer,
+      schools: ltiPlatforms(store, lti.lms),
+      clock,
+    }),
+    metrics,
+  );
   const platformCredential = loadPlatformCredential(config, log);
-  return { store, config, signer, clock, log, launches, blobs, files, publisher, outbound, platformCredential, lti, sandboxLms };
+  return { store, config, signer, clock, log, launches, blobs, files, publisher, outbound, platformCredential, lti, sandboxLms, metrics };
 }
 
 export interface RunningService {
   server: Server;
   /** Where the server listens (its real port when `PORT=0`). */
   url: string;
+  /** `/metrics` on the `METRICS_PORT` listener (its real port when `0`), or null without one. */
+  metricsUrl: string | null;
   services: Services;
   /** Graceful stop: refuse new connections, let requests in flight finish, then close the store. */
   stop(): Promise<void>;
@@ -385,6 +425,17 @@ export async function startService(config: Config, options: StartOptions = {}): 
     if (!options.services) await services.store.close();
     throw err;
   }
+  // The metrics' own listener (OPS-11), after the service's: a port in use stops the start like the service's.
+  let metricsServer: Server | null = null;
+  if (config.metrics && config.metricsPort !== null) {
+    try {
+      metricsServer = await listenForMetrics(services.metrics, config.metricsHost, config.metricsPort, services.log);
+    } catch (err) {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      if (!options.services) await services.store.close();
+      throw err;
+    }
+  }
   const sockets = new Set<Socket>();
   server.on('connection', (socket: Socket) => {
     sockets.add(socket);
@@ -394,6 +445,10 @@ export async function startService(config: Config, options: StartOptions = {}): 
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;
   listeningUrl = url;
+  const metricsAddress = metricsServer?.address() as AddressInfo | undefined;
+  const metricsUrl = metricsAddress ? `http://${metricsAddress.family === 'IPv6' ? `[${metricsAddress.address}]` : metricsAddress.address}:${metricsAddress.port}/metrics` : null;
+  if (config.trustProxy.kind !== 'none') services.log.info('trusting proxies for the client address', { trust_proxy: describeTrustProxy(config.trustProxy) });
+  if (metricsUrl !== null) services.log.info('metrics listening, without a credential', { metrics_url: metricsUrl });
 
   let stopping: Promise<void> | null = null;
   const stop = (): Promise<void> => {
@@ -410,6 +465,11 @@ export async function startService(config: Config, options: StartOptions = {}): 
       }, config.shutdownGraceMs);
       force.unref();
       await closed;
+      if (metricsServer) {
+        const metricsClosed = new Promise<void>((resolve) => metricsServer?.close(() => resolve()));
+        metricsServer.closeAllConnections();
+        await metricsClosed;
+      }
       clearInterval(idleSweep);
       clearTimeout(force);
       await services.blobs.close?.();
@@ -419,5 +479,5 @@ export async function startService(config: Config, options: StartOptions = {}): 
     })();
     return stopping;
   };
-  return { server, url, services, stop };
+  return { server, url, metricsUrl, services, stop };
 }

@@ -6,6 +6,8 @@ import { isAbsolute, resolve } from 'node:path';
 import { responses, schemas } from '../generated/2026-09-21/schemas.js';
 import type { S3Settings } from './files/s3-settings.js';
 import { readS3Settings } from './files/s3-settings.js';
+import type { TrustProxy } from './http/client-address.js';
+import { readTrustProxy } from './http/client-address.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
@@ -57,6 +59,14 @@ export interface Config {
   authFailuresPerCredential: number;
   /** `LMS_AUTO_ACTIVATE`: an LMS registration is active on arrival instead of pending (decision LTI-05). */
   lmsAutoActivate: boolean;
+  /** `TRUST_PROXY`: the proxies whose `X-Forwarded-For` names the client (decisions H-20, H-21); none by default. */
+  trustProxy: TrustProxy;
+  /** `METRICS`: the Prometheus metrics and `GET /metrics` (decision OPS-10); on by default. */
+  metrics: boolean;
+  /** `METRICS_PORT`: a listener of its own serving `/metrics` without a credential (OPS-11); null: none. */
+  metricsPort: number | null;
+  /** `METRICS_HOST`: where that listener binds; `HOST` by default (OPS-11). */
+  metricsHost: string;
 }
 
 export class ConfigError extends Error {
@@ -193,6 +203,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
     // A short or oddly spelled operator credential is a typo or a weak secret; neither should start.
     problems.push('PLATFORM_TOKEN must be at least 32 printable ASCII characters with no spaces');
   }
+  const trustProxy = readTrustProxy(env['TRUST_PROXY'], problems);
+  const metrics = parseBool('METRICS', env['METRICS'], true, problems);
+  const metricsPortRaw = env['METRICS_PORT']?.trim() ?? '';
+  const metricsPort = metricsPortRaw === '' ? null : parseIntIn('METRICS_PORT', metricsPortRaw, 0, 0, 65_535, problems);
+  const metricsHost = env['METRICS_HOST']?.trim() || host;
+  if (/[\s/]/.test(metricsHost)) problems.push(`METRICS_HOST must be a host name or IP address, got ${JSON.stringify(metricsHost)}`);
+  if (metricsPort !== null && !metrics) problems.push('METRICS_PORT is set but METRICS is off: there would be nothing to serve on it');
+  if (metricsPort !== null && metricsPort !== 0 && metricsPort === port && metricsHost === host) {
+    problems.push(`METRICS_PORT must differ from PORT (both ${port})`);
+  }
   if (allowLoopbackTools && nodeEnv === 'production') {
     problems.push('ALLOW_LOOPBACK_TOOLS must not be on when NODE_ENV=production');
   }
@@ -216,6 +236,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
     authFailuresPerAddress,
     authFailuresPerCredential,
     lmsAutoActivate,
+    trustProxy,
+    metrics,
+    metricsPort,
+    metricsHost,
   };
 }
 

@@ -2231,6 +2231,11 @@ export interface components {
             action: string;
             /** @description The ID of what the action was done to (a tool, a builder, an operator, a registration). */
             target: string | null;
+            /**
+             * @description The address the request came from (decision H-21): the TCP peer, or, behind the proxies `TRUST_PROXY`
+             *     names, the client address they forwarded. Null for entries recorded before the service kept it.
+             */
+            client_address: string | null;
             /** @description What else the entry records (the previous status, the settings fields changed); never a secret. */
             detail: {
                 [key: string]: unknown;

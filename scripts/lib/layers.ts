@@ -36,10 +36,14 @@ export const LAYERS: readonly Layer[] = [
       'server/outbound/',
       // The embedded store's backup and restore, run by `tis store backup|restore` (OPS-21).
       'server/backup/',
+      // The metrics the features count and the platform team scrapes (OPS-10, OPS-11).
+      'server/metrics/',
       // The typed-handler table and the service container: every feature's handlers are written against
       // them, so they sit with the features rather than with the pipeline that runs them.
       'server/http/registry.ts',
       'server/http/services.ts',
+      // What a request carries from its context to its answer: the throttle reads it as the fronts do.
+      'server/http/locals.ts',
       // The dashboard API's credentials, guard and list cursors: every dashboard handler uses them, the
       // Sandbox's and the LMS registrations' too, and the audit log records the principal they resolve.
       'server/dashboard/credentials.ts',
@@ -60,6 +64,9 @@ export const LAYERS: readonly Layer[] = [
       'server/signing/',
       'server/config.ts',
       'server/files/s3-settings.ts',
+      // TRUST_PROXY is read with the rest of the configuration; the client address it yields is a rule of
+      // its own, on proxy-addr alone (H-20).
+      'server/http/client-address.ts',
       'server/http/problem.ts',
       'server/http/log.ts',
       'server/http/spec.ts',

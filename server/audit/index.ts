@@ -1,12 +1,12 @@
 /**
- * The audit log of the platform team's and builders' actions (decision OPS-03): who, what, when. Any part of
- * the service that changes something on a person's say-so records it here, with the caller's dashboard
- * principal, ideally inside the transaction of the change itself so that an action and its entry commit
- * together:
+ * The audit log of the platform team's and builders' actions (decision OPS-03): who, what, when, from where.
+ * Any part of the service that changes something on a person's say-so records it here, with the caller's
+ * dashboard principal and the client address the request came from (H-21), ideally inside the transaction
+ * of the change itself so that an action and its entry commit together:
  *
  *   await store.transaction(async (tx) => {
  *     ... the change through tx ...
- *     await recordAction(tx, ctx.guarded.principal, { action: 'lms.register', target: registration.id });
+ *     await recordAction(tx, ctx.guarded, { action: 'lms.register', target: registration.id });
  *   });
  *
  * `action` is `<subject>.<verb>` in lower case; `detail` says what else matters and never carries a secret.
@@ -33,10 +33,15 @@ export function auditActor(principal: DashboardPrincipal): AuditRecord['actor'] 
 }
 
 /** Appends one entry; pass the transaction's repositories to commit it with the change. */
-export async function recordAction(store: Pick<Repositories, 'audit'>, principal: DashboardPrincipal, action: AuditedAction): Promise<AuditRecord> {
+export async function recordAction(
+  store: Pick<Repositories, 'audit'>,
+  caller: { principal: DashboardPrincipal; clientAddress: string | null },
+  action: AuditedAction,
+): Promise<AuditRecord> {
   if (!/^[a-z_]+\.[a-z_]+$/.test(action.action)) throw new Error(`audit action must be <subject>.<verb>, got ${action.action}`);
   return store.audit.append({
-    actor: auditActor(principal),
+    actor: auditActor(caller.principal),
+    clientAddress: caller.clientAddress,
     action: action.action,
     target: action.target,
     appId: action.appId ?? null,

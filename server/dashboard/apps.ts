@@ -146,7 +146,7 @@ export const appHandlers: Pick<Handlers<operations>, AppOperationId> = {
       if (err instanceof UniqueViolationError) throw await taken();
       throw err;
     }
-    await recordAction(ctx.services.store, ctx.guarded.principal, { action: 'builder.create', target: created.builder.id, detail: { name } });
+    await recordAction(ctx.services.store, ctx.guarded, { action: 'builder.create', target: created.builder.id, detail: { name } });
     ctx.log.info('builder created', { builder: created.builder.id });
     return { status: 201, body: { builder: builderJson(created.builder), token: created.token }, headers: NO_STORE };
   }),
@@ -187,7 +187,7 @@ export const appHandlers: Pick<Handlers<operations>, AppOperationId> = {
       if (!(err instanceof Problem && err.status === 503)) throw err;
       ctx.log.warn('the Sandbox of a new tool waits for its LMS', { app: app.id, reason: err.detail });
     }
-    await recordAction(ctx.services.store, principal, { action: 'app.register', target: app.id, appId: app.id, detail: { name, hosting } });
+    await recordAction(ctx.services.store, { principal, clientAddress: ctx.guarded.clientAddress }, { action: 'app.register', target: app.id, appId: app.id, detail: { name, hosting } });
     ctx.log.info('tool registered', { app: app.id, builder: principal.builder.id, hosting });
     return {
       status: 201,
@@ -203,7 +203,7 @@ export const appHandlers: Pick<Handlers<operations>, AppOperationId> = {
     const app = ctx.guarded.app;
     const updated = await ctx.services.store.transaction(async (tx) => {
       const changed = await tx.apps.update(app.id, patch);
-      if (changed) await recordAction(tx, ctx.guarded.principal, { action: 'app.settings', target: app.id, appId: app.id, detail: { fields: Object.keys(ctx.body) } });
+      if (changed) await recordAction(tx, ctx.guarded, { action: 'app.settings', target: app.id, appId: app.id, detail: { fields: Object.keys(ctx.body) } });
       return changed;
     });
     if (!updated) throw new Problem(404, 'app_not_found', `app ${app.id} not found`);
@@ -225,7 +225,7 @@ export const appHandlers: Pick<Handlers<operations>, AppOperationId> = {
     if ((await store.builders.appRole(app.id, builder.id)) !== null) return { status: 200, body: builderJson(builder) };
     await store.transaction(async (tx) => {
       await tx.builders.addToApp(app.id, builder.id, 'member');
-      await recordAction(tx, ctx.guarded.principal, { action: 'app.team_add', target: app.id, appId: app.id, detail: { builder: builder.id } });
+      await recordAction(tx, ctx.guarded, { action: 'app.team_add', target: app.id, appId: app.id, detail: { builder: builder.id } });
     });
     ctx.log.info('builder added to team', { app: app.id, builder: builder.id });
     return { status: 201, body: builderJson(builder) };
@@ -243,7 +243,7 @@ export const appHandlers: Pick<Handlers<operations>, AppOperationId> = {
       if (!team.some((b) => b.id === builderId)) return 'not_on_team' as const;
       if (team.length === 1) return 'last' as const;
       await tx.builders.removeFromApp(app.id, builderId);
-      await recordAction(tx, ctx.guarded.principal, { action: 'app.team_remove', target: app.id, appId: app.id, detail: { builder: builderId } });
+      await recordAction(tx, ctx.guarded, { action: 'app.team_remove', target: app.id, appId: app.id, detail: { builder: builderId } });
       return 'removed' as const;
     });
     if (removed === 'not_on_team') {
@@ -258,7 +258,7 @@ export const appHandlers: Pick<Handlers<operations>, AppOperationId> = {
     const result = await ctx.services.store.transaction(async (tx) => {
       const changed = await tx.apps.setStatus(ctx.guarded.app.id, 'active');
       if (changed) {
-        await recordAction(tx, ctx.guarded.principal, { action: 'app.activate', target: changed.app.id, appId: changed.app.id, detail: { previous: changed.previous } });
+        await recordAction(tx, ctx.guarded, { action: 'app.activate', target: changed.app.id, appId: changed.app.id, detail: { previous: changed.previous } });
       }
       return changed;
     });
@@ -271,7 +271,7 @@ export const appHandlers: Pick<Handlers<operations>, AppOperationId> = {
     const result = await ctx.services.store.transaction(async (tx) => {
       const changed = await tx.apps.setStatus(ctx.guarded.app.id, 'suspended');
       if (changed) {
-        await recordAction(tx, ctx.guarded.principal, { action: 'app.suspend', target: changed.app.id, appId: changed.app.id, detail: { previous: changed.previous } });
+        await recordAction(tx, ctx.guarded, { action: 'app.suspend', target: changed.app.id, appId: changed.app.id, detail: { previous: changed.previous } });
       }
       return changed;
     });
@@ -286,7 +286,7 @@ export const appHandlers: Pick<Handlers<operations>, AppOperationId> = {
     try {
       rotated = await ctx.services.store.transaction(async (tx) => {
         const done = await tx.apps.rotateApiKey(app.id);
-        if (done) await recordAction(tx, ctx.guarded.principal, { action: 'app.rotate_key', target: app.id, appId: app.id, detail: { api_key_hint: done.apiKeyHint } });
+        if (done) await recordAction(tx, ctx.guarded, { action: 'app.rotate_key', target: app.id, appId: app.id, detail: { api_key_hint: done.apiKeyHint } });
         return done;
       });
     } catch (err) {

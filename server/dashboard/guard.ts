@@ -13,6 +13,8 @@ export type Access = 'any' | 'platform' | 'builder';
 
 export interface DashboardGuarded {
   principal: DashboardPrincipal;
+  /** Where the request came from (H-21): the audit log records it with the caller. */
+  clientAddress: string;
   /** The tool of `{app_id}`, already known to be visible to the caller. */
   app: AppRecord | null;
 }
@@ -44,7 +46,7 @@ async function guardWith<Op>(ctx: GuardContext<Op>, access: Access): Promise<Das
   }
   if (access === 'platform' && principal.kind !== 'platform') throw new Problem(403, 'platform_only', PLATFORM_ONLY);
   if (access === 'builder' && principal.kind !== 'builder') throw new Problem(403, 'builder_only', BUILDER_ONLY);
-  return { principal, app };
+  return { principal, app, clientAddress: ctx.clientAddress };
 }
 
 export function dashboardGuard<Op>(access: Access = 'any'): Guard<Op, DashboardGuarded> {

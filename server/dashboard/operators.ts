@@ -31,7 +31,15 @@ export function operatorJson(operator: BuilderRecord): OperatorJson {
 }
 
 export function auditEntryJson(entry: AuditRecord): AuditEntryJson {
-  return { id: entry.id, at: isoFromMs(entry.at), actor: entry.actor, action: entry.action, target: entry.target, detail: entry.detail };
+  return {
+    id: entry.id,
+    at: isoFromMs(entry.at),
+    actor: entry.actor,
+    action: entry.action,
+    target: entry.target,
+    client_address: entry.clientAddress,
+    detail: entry.detail,
+  };
 }
 
 /**
@@ -62,7 +70,7 @@ export const operatorHandlers: Pick<Handlers<operations>, (typeof OPERATOR_OPERA
     try {
       created = await ctx.services.store.transaction(async (tx) => {
         const made = await tx.builders.create({ name, email, role: 'platform' });
-        await recordAction(tx, ctx.guarded.principal, { action: 'operator.create', target: made.builder.id, detail: { name } });
+        await recordAction(tx, ctx.guarded, { action: 'operator.create', target: made.builder.id, detail: { name } });
         return made;
       });
     } catch (err) {
@@ -79,7 +87,7 @@ export const operatorHandlers: Pick<Handlers<operations>, (typeof OPERATOR_OPERA
       if (!before || before.role !== 'platform') return null;
       const after = await tx.builders.revokeOperator(id);
       // Revoking twice answers 204 again but records one revocation.
-      if (before.revokedAt === null) await recordAction(tx, ctx.guarded.principal, { action: 'operator.revoke', target: id, detail: { name: before.name } });
+      if (before.revokedAt === null) await recordAction(tx, ctx.guarded, { action: 'operator.revoke', target: id, detail: { name: before.name } });
       return after;
     });
     if (!revoked) throw new Problem(404, 'operator_not_found', `no operator ${id}`);

@@ -120,7 +120,7 @@ export const sandboxHandlers: Pick<Handlers<operations>, SandboxOperationId> = {
   resetSandbox: withGuard(appGuard<operations['resetSandbox']>(), async (ctx) => {
     assertSandboxOpen(ctx.guarded.app);
     await resetSandbox(ctx.services, ctx.guarded.app);
-    await recordAction(ctx.services.store, ctx.guarded.principal, { action: 'sandbox.reset', target: ctx.guarded.app.id, appId: ctx.guarded.app.id });
+    await recordAction(ctx.services.store, ctx.guarded, { action: 'sandbox.reset', target: ctx.guarded.app.id, appId: ctx.guarded.app.id });
     return { status: 204 };
   }),
 

@@ -12,10 +12,9 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { resolvePrincipal } from '../auth/credentials.js';
 import { credentialFactsOf } from '../auth/credential-facts.js';
-import type { CredentialStore } from '../auth/credentials.js';
 import type { Principal } from '../auth/principal.js';
 import { hasBody, isMediaType, parseFormBody, parseJsonBody, readRawBody, unsupportedMediaType } from './body.js';
-import type { Logger } from './log.js';
+import { requestLocals } from './locals.js';
 import { Problem } from './problem.js';
 import type { GuardContext, HandlerContext, HandlerResult } from './registry.js';
 import { writeResult } from './registry.js';
@@ -55,21 +54,6 @@ export interface ContractDefinition {
 export interface PipelineOptions {
   responseValidation: boolean;
   bodyLimitBytes: number;
-}
-
-/** Per request, kept on `res.locals` by the app's first middleware. */
-export interface RequestLocals {
-  requestId: string;
-  log: Logger;
-  /** The request's credential reads, shared by the contract dispatch and the credential step. */
-  credentialStore?: CredentialStore;
-  /** The matched operation's path template, for the access log. */
-  route?: string;
-  operationId?: string;
-}
-
-export function requestLocals(res: Response): RequestLocals {
-  return res.locals as RequestLocals;
 }
 
 type BodyKind =
@@ -188,6 +172,7 @@ export function contractPipeline(contract: ContractDefinition, services: Service
           services,
           req,
           requestId: locals.requestId,
+          clientAddress: locals.clientAddress,
           log,
         });
       }

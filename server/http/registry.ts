@@ -103,6 +103,8 @@ export interface GuardContext<Op> {
   services: Services;
   req: Request;
   requestId: string;
+  /** The client's address as the trusted proxies name it (H-20), for the audit log. */
+  clientAddress: string;
   log: Logger;
 }
 
@@ -150,6 +152,7 @@ function guardContextOf<Op>(ctx: HandlerContext<Op>): GuardContext<Op> {
     services: ctx.services,
     req: ctx.req,
     requestId: ctx.requestId,
+    clientAddress: (ctx.res?.locals as { clientAddress?: string } | undefined)?.clientAddress ?? ctx.req.socket?.remoteAddress ?? 'unknown',
     log: ctx.log,
   };
 }

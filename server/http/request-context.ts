@@ -6,8 +6,9 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Logger } from './log.js';
+import type { ClientAddressOf } from './client-address.js';
 import type { ContractResponse } from './front.js';
-import type { RequestLocals } from './pipeline.js';
+import type { RequestFinished, RequestLocals } from './locals.js';
 
 /** An incoming id is kept when it is safe to echo into headers and logs; anything else is replaced. */
 const INCOMING_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{7,127}$/;
@@ -32,13 +33,26 @@ export function acceptedRequestId(header: string | string[] | undefined): string
   return typeof value === 'string' && INCOMING_ID.test(value) ? value : null;
 }
 
-export function requestContext(log: Logger, servedVersionOf: (res: Response) => string): RequestHandler {
+/**
+ * What both fronts do for every request beside the id and the access line, in one place each: the client's
+ * address (H-20) and the metrics' timing (OPS-10). One object per app.
+ */
+export interface RequestHooks {
+  clientAddress: ClientAddressOf;
+  /** Called once per request with what its access line says; absent when the metrics are off. */
+  finished?: RequestFinished;
+}
+
+
+export function requestContext(log: Logger, servedVersionOf: (res: Response) => string, hooks: RequestHooks): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
     const started = process.hrtime.bigint();
     const requestId = acceptedRequestId(req.headers['request-id']) ?? newRequestId();
     const locals = res.locals as RequestLocals;
     locals.requestId = requestId;
     locals.log = log.child({ request_id: requestId });
+    locals.clientAddress = hooks.clientAddress(req);
+    locals.finished = hooks.finished;
     res.setHeader('Request-Id', requestId);
     res.setHeader('Vary', 'Contract-Version');
     // Set late (on write) so a dispatch that picks another contract can still say which one served.
@@ -67,13 +81,18 @@ export function stampContractVersion<R extends ServerResponse>(res: R, servedVer
 /** The one access line of a request (499 for a response the client did not wait for). */
 function writeAccessLine(locals: RequestLocals, method: string | undefined, statusCode: number, aborted: boolean, started: bigint): void {
   const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
+  const path = locals.route ?? 'unmatched';
+  const status = aborted ? 499 : statusCode;
   const fields = {
     method,
-    path: locals.route ?? 'unmatched',
+    path,
     operation: locals.operationId,
-    status: aborted ? 499 : statusCode,
+    status,
     duration_ms: Math.round(durationMs * 1000) / 1000,
+    client_address: locals.clientAddress,
   };
+  // The metrics' label is the operationId, else the route's template: never the path as sent (OPS-12).
+  locals.finished?.(method, locals.operationId ?? path, status, durationMs / 1000);
   if (aborted) locals.log.warn('request aborted by the client', fields);
   else locals.log.info('request', fields);
 }
@@ -100,11 +119,13 @@ export function contractRequestContext(
   req: IncomingMessage,
   res: ContractResponse,
   beforeHead: (res: ContractResponse) => void,
+  hooks: RequestHooks,
 ): RequestLocals {
   res.started = process.hrtime.bigint();
   res.logged = false;
   const requestId = acceptedRequestId(req.headers['request-id']) ?? newRequestId();
-  const locals: RequestLocals = { requestId, log: log.child({ request_id: requestId }) };
+  // One object shape whether the metrics are on or off.
+  const locals: RequestLocals = { requestId, log: log.child({ request_id: requestId }), clientAddress: hooks.clientAddress(req), finished: hooks.finished };
   res.locals = locals as unknown as Record<string, unknown>;
   res.setHeader('Request-Id', requestId);
   res.setHeader('Vary', 'Contract-Version');

@@ -140,7 +140,10 @@ export async function deliverLaunch(
       reportId,
     }));
   }
+  // The launch's call toward the tool: its address resolved and checked before every launch (OPS-10).
+  const checkStarted = performance.now();
   const callback = await services.outbound.check(app.callbackUrl, 'callback_url');
+  services.metrics.toolRequest('launch', (performance.now() - checkStarted) / 1000);
   if (!callback.ok) {
     ctx.log.info('callback URL fails the URL rules', { app: app.id, rule: callback.rule });
     return page(messagePage({

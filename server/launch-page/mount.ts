@@ -11,7 +11,7 @@
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { operations } from '../../generated/dashboard/types.js';
-import type { RequestLocals } from '../http/pipeline.js';
+import type { RequestLocals } from '../http/locals.js';
 import { Problem } from '../http/problem.js';
 import type { HandlerContext } from '../http/registry.js';
 import type { Services } from '../http/services.js';

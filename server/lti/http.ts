@@ -67,6 +67,8 @@ export class LmsHttp {
     private readonly outbound: Pick<ToolHttpClient, 'check'>,
     /** The Sandbox's LMS in process: its URLs are the service's own, exempt from the rules (LTI-43). */
     private readonly own?: OwnLms,
+    /** Times each call, whatever its answer (the metrics, OPS-10). */
+    private readonly observe?: (req: LmsRequest, seconds: number) => void,
   ) {}
 
   /** The endpoint URL rules alone, for a URL stored now and called later. */
@@ -85,6 +87,14 @@ export class LmsHttp {
   readonly #vetted = new Map<string, LmsTarget>();
 
   async request(req: LmsRequest): Promise<LmsAnswer> {
+    if (this.observe === undefined) return this.#request(req);
+    const started = performance.now();
+    const answer = await this.#request(req);
+    this.observe(req, (performance.now() - started) / 1000);
+    return answer;
+  }
+
+  async #request(req: LmsRequest): Promise<LmsAnswer> {
     const timeoutMs = req.timeoutMs ?? LMS_TIMEOUT_MS;
     const target = await this.#target(req, timeoutMs);
     if ('reason' in target) return target;

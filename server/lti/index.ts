@@ -6,6 +6,7 @@
 import type { Clock } from '../store/index.js';
 import type { ToolHttpClient } from '../outbound/index.js';
 import { LmsHttp } from './http.js';
+import type { LmsRequest } from './http.js';
 import { PlatformKeys } from './platform-keys.js';
 import type { OwnLms } from './urls.js';
 
@@ -22,8 +23,14 @@ declare module '../http/services.js' {
   }
 }
 
-export function createLtiServices(deps: { outbound: Pick<ToolHttpClient, 'check'>; clock: Clock; ownLms?: OwnLms }): LtiServices {
-  const lms = new LmsHttp(deps.outbound, deps.ownLms);
+export function createLtiServices(deps: {
+  outbound: Pick<ToolHttpClient, 'check'>;
+  clock: Clock;
+  ownLms?: OwnLms;
+  /** Times each LMS call (the metrics, OPS-10). */
+  observe?: (req: LmsRequest, seconds: number) => void;
+}): LtiServices {
+  const lms = new LmsHttp(deps.outbound, deps.ownLms, deps.observe);
   return { lms, keys: new PlatformKeys(lms, deps.clock) };
 }
 

@@ -4,7 +4,7 @@
  * contract Problem. Every refusal is a page with a 4xx, the report ID and a log line with the reason.
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import type { RequestLocals } from '../http/pipeline.js';
+import type { RequestLocals } from '../http/locals.js';
 import type { Services } from '../http/services.js';
 import { readRawBody } from '../http/body.js';
 import { Problem } from '../http/problem.js';

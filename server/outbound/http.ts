@@ -80,7 +80,13 @@ export interface ToolHttpClientOptions {
   connect?: Connector;
   userAgent?: string;
   log?: Logger;
+  /** Times each call (the metrics, OPS-10), by the endpoint it went to. */
+  observe?: (kind: ToolCallKind, seconds: number) => void;
 }
+
+/** The tool calls timed for the metrics: the launch's endpoint check (timed by the launch page), provision, locations. */
+export type ToolCallKind = 'launch' | 'provision' | 'locations';
+const CALL_KINDS: Partial<Record<EndpointField, ToolCallKind>> = { provision_url: 'provision', locations_url: 'locations' };
 
 export interface ToolPost {
   /** The tool's setting as stored; null or blank is refused like any URL that fails the rules. */
@@ -155,8 +161,10 @@ export class ToolHttpClient {
   private readonly connect: Connector;
   private readonly userAgent: string;
   private readonly log: Logger | undefined;
+  private readonly observe: ToolHttpClientOptions['observe'];
 
   constructor(options: ToolHttpClientOptions) {
+    this.observe = options.observe;
     this.resolve = options.resolve;
     this.allowLoopback = options.allowLoopback;
     this.connect = options.connect ?? defaultConnector;
@@ -224,6 +232,8 @@ export class ToolHttpClient {
 
   /** One line per call; never the form (it carries a signed token). */
   private logged(request: ToolPost, host: string | null, outcome: ToolOutcome): ToolOutcome {
+    const kind = CALL_KINDS[request.field];
+    if (kind !== undefined) this.observe?.(kind, outcome.elapsedMs / 1000);
     this.log?.info('tool called', {
       field: request.field,
       ...(host !== null ? { host } : {}),

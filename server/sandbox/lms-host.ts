@@ -19,6 +19,13 @@ import { schemas } from '../../generated/dashboard/schemas.js';
 import { Problem } from '../http/problem.js';
 
 export const SANDBOX_LMS_MOUNT = '/lms';
+/** The route every request of the Sandbox's LMS is logged and timed under: its paths are the LMS's own. */
+export const SANDBOX_LMS_ROUTE = `${SANDBOX_LMS_MOUNT}/*`;
+
+/** Whether a request path is the Sandbox LMS's (the mount itself or under it). */
+export function isSandboxLmsPath(path: string): boolean {
+  return path === SANDBOX_LMS_MOUNT || path.startsWith(`${SANDBOX_LMS_MOUNT}/`);
+}
 
 declare module '../http/services.js' {
   interface Services {
@@ -96,8 +103,7 @@ export function createSandboxLmsHost(options: SandboxLmsHostOptions): SandboxLms
     ready,
     transport,
     async handle(req, res) {
-      const path = (req.url ?? '/').split('?')[0] ?? '/';
-      if (path !== SANDBOX_LMS_MOUNT && !path.startsWith(`${SANDBOX_LMS_MOUNT}/`)) return false;
+      if (!isSandboxLmsPath((req.url ?? '/').split('?')[0] ?? '/')) return false;
       let lms: ReferenceLms;
       try {
         lms = await ready();

@@ -57,6 +57,18 @@ export interface RootDriver extends Driver {
    * so a write may as well wait for it before committing (PERF-141). Absent, or null, otherwise.
    */
   syncRunning?(): Promise<void> | null;
+  /** A connection pool's state for the metrics (OPS-12): PostgreSQL's; absent for SQLite, which has none. */
+  poolStats?(): PoolStats;
+}
+
+export interface PoolStats {
+  /** Connections the pool may open at most (`DATABASE_POOL_SIZE`). */
+  max: number;
+  /** Connections open now, busy or idle. */
+  total: number;
+  idle: number;
+  /** Queries waiting for a connection. */
+  waiting: number;
 }
 
 /**

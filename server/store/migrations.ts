@@ -579,6 +579,8 @@ export const MIGRATIONS: readonly Migration[] = [
       expires_at BIGINT NOT NULL
     )`,
   ]),
+  // H-21: the audit log says from where, as the trusted proxies name the client; older entries say null.
+  portable('0131_audit_client_address', [`ALTER TABLE audit_log ADD COLUMN client_address TEXT`]),
   // LTI-120, LTI-122: what the LMS said of a link's gradebook column when an instructor's launch opened
   // the picker (kept with the choice, so the placing launch carries grade.submit); and the claim on a
   // line item the service creates for a link (one per link, whichever instance or launch gets there).

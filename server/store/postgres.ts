@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createRequire } from 'node:module';
 import type pg from 'pg';
-import type { Driver, RootDriver, RunResult, SqlParam } from './driver.js';
+import type { Driver, PoolStats, RootDriver, RunResult, SqlParam } from './driver.js';
 import { normalizeParams, toPostgresPlaceholders } from './driver.js';
 import {
   ForeignKeyViolationError,
@@ -226,6 +226,11 @@ export class PostgresDriver implements RootDriver {
       client.removeListener('error', onError);
       client.release(scope.broken ? new Error('connection left in an unknown state') : undefined);
     }
+  }
+
+  poolStats(): PoolStats {
+    const pool = this.#pool;
+    return { max: pool.options.max ?? 10, total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount };
   }
 
   /** Ends the pool once every transaction in flight has finished; statements after that are refused. */

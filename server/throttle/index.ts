@@ -19,6 +19,8 @@
 import { isIPv6 } from 'node:net';
 import type { Request, RequestHandler, Response } from 'express';
 import type { Logger } from '../http/log.js';
+import type { RequestLocals } from '../http/locals.js';
+import type { ServiceMetrics } from '../metrics/index.js';
 import { Problem } from '../http/problem.js';
 import { bearerCredential } from '../auth/credentials.js';
 import { credentialFactsOf } from '../auth/credential-facts.js';
@@ -54,11 +56,20 @@ export function addressBucket(address: string | undefined): string {
   return `address:${groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':')}::/64`;
 }
 
+/**
+ * The client address the request context resolved (H-20: the peer, or the address the trusted proxies
+ * name); the peer for a request that did not pass through it.
+ */
+function clientAddressOf(req: Request, res: Response | undefined): string | undefined {
+  return (res?.locals as Partial<RequestLocals> | undefined)?.clientAddress ?? req.socket.remoteAddress;
+}
+
 /** The credential's prefix as a bucket, or null when the request carries no bearer credential. */
 export function credentialBucket(req: Request): string | null {
   const credential = bearerCredential(req.headers.authorization);
   if (credential === null) return null;
-  if (req.path.startsWith('/dashboard/')) return 'credential:dashboard';
+  // `/metrics` takes the dashboard's tokens (OPS-11): guessing at it is guessing at them.
+  if (req.path.startsWith('/dashboard/') || req.path === '/metrics') return 'credential:dashboard';
   const key = parseApiKey(credential);
   if (key) return `credential:api_key:${key.appId}`;
   return credential.startsWith('ltiaas_') ? 'credential:api_key:malformed' : 'credential:api_token';
@@ -72,6 +83,7 @@ export class CredentialThrottle {
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly limits: ThrottleLimits = DEFAULT_THROTTLE_LIMITS,
+    private readonly metrics?: Pick<ServiceMetrics, 'authFailed' | 'throttled'>,
   ) {
     this.gate = (req, res, next) => {
       this.check(req, res).then(
@@ -96,23 +108,25 @@ export class CredentialThrottle {
     const epoch = await credentialFactsOf(this.store, this.clock).epoch(holder);
     // No instance has counted a failure in this window: no bucket can be full.
     if (epoch.failuresWindow < start) return null;
-    const address = addressBucket(req.ip ?? req.socket.remoteAddress);
+    const address = addressBucket(clientAddressOf(req, res));
     const counts = await this.store.authFailures.counts([address, credential], start);
     const fromAddress = counts.get(address) ?? 0;
     const forCredential = counts.get(credential) ?? 0;
     const full = fromAddress >= this.limits.perAddress || (forCredential >= this.limits.perCredential && fromAddress > 0);
     if (!full) return null;
+    this.metrics?.throttled();
     return new Problem(429, 'too_many_failed_authentications', THROTTLE_MESSAGE(retryAfter), {
       headers: { 'Retry-After': String(retryAfter) },
     });
   }
 
   /** Counts a refused credential; called with every problem before it is sent, so the next request sees it. */
-  async failed(req: Request, problem: Problem, log: Logger = this.log): Promise<void> {
+  async failed(req: Request, res: Response, problem: Problem, log: Logger = this.log): Promise<void> {
     if (problem.status !== 401 || !GUESS_CODES.has(problem.code)) return;
     const credential = credentialBucket(req);
     if (credential === null) return;
-    const address = addressBucket(req.ip ?? req.socket.remoteAddress);
+    this.metrics?.authFailed();
+    const address = addressBucket(clientAddressOf(req, res));
     const { start } = this.window();
     await this.count(start, [address, credential], log);
   }

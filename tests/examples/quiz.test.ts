@@ -334,6 +334,104 @@ describe('configuration', () => {
   });
 });
 
+describe("the service's log over this journey (issue 26)", () => {
+  it('is one JSON object per line, each with one level: no key twice in any object', async () => {
+    // A few refusals too, so the lines of errors are among those checked.
+    const course0 = `${server.url}/v1/contexts/ctx_x/apps/${tool.app.id}/storage`;
+    expect((await fetch(course0, { headers: { Authorization: `Bearer ltiaas_${tool.app.id}_${'x'.repeat(43)}` } })).status).toBe(401);
+    expect((await fetch(`${server.url}/v1/nowhere`)).status).toBe(404);
+    expect((await fetch(course0, { method: 'PUT', headers: { Authorization: `Bearer ${tool.apiKey}`, 'Content-Type': 'application/json' }, body: '{' })).status).toBeGreaterThanOrEqual(400);
+    // The harness's sink gets each line as the stdout writer would write it (server/http/log.ts).
+    expect(server.lines.length).toBeGreaterThan(50);
+    const levels = new Set<unknown>();
+    for (const line of server.lines) {
+      const keys = strictKeys(line);
+      expect(keys.duplicates, line).toEqual([]);
+      expect(keys.top.filter((k) => k === 'level'), line).toEqual(['level']);
+      levels.add((JSON.parse(line) as Record<string, unknown>)['level']);
+    }
+    expect([...levels].every((l) => ['debug', 'info', 'warn', 'error'].includes(String(l)))).toBe(true);
+    // The provisioning lines of the journey say which level as a field of its own.
+    expect(server.logs.filter((l) => l['msg'] === 'level provisioned').map((l) => l['provisioning_level'])).toEqual(expect.arrayContaining(['context', 'location']));
+  });
+});
+
+/**
+ * A JSON text's keys, read by a strict parser of its own (JSON.parse keeps the last of two equal keys and
+ * says nothing): the top object's keys in order, and every key that appears twice in one object.
+ */
+function strictKeys(text: string): { top: string[]; duplicates: string[] } {
+  let at = 0;
+  const duplicates: string[] = [];
+  let top: string[] = [];
+  const fail = (why: string): never => {
+    throw new Error(`${why} at ${at} in ${text}`);
+  };
+  const space = (): void => {
+    while (/\s/.test(text[at] ?? '')) at += 1;
+  };
+  const string = (): string => {
+    const match = /^"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"/.exec(text.slice(at));
+    if (!match) return fail('bad string');
+    at += match[0].length;
+    return JSON.parse(match[0]) as string;
+  };
+  const value = (depth: number): void => {
+    space();
+    const c = text[at];
+    if (c === '{') {
+      at += 1;
+      const seen = new Set<string>();
+      const keys: string[] = [];
+      space();
+      if (text[at] === '}') at += 1;
+      else
+        for (;;) {
+          space();
+          const key = string();
+          if (seen.has(key)) duplicates.push(key);
+          seen.add(key);
+          keys.push(key);
+          space();
+          if (text[at] !== ':') fail('expected :');
+          at += 1;
+          value(depth + 1);
+          space();
+          if (text[at] === ',') at += 1;
+          else if (text[at] === '}') {
+            at += 1;
+            break;
+          } else fail('expected , or }');
+        }
+      if (depth === 0) top = keys;
+    } else if (c === '[') {
+      at += 1;
+      space();
+      if (text[at] === ']') at += 1;
+      else
+        for (;;) {
+          value(depth + 1);
+          space();
+          if (text[at] === ',') at += 1;
+          else if (text[at] === ']') {
+            at += 1;
+            break;
+          } else fail('expected , or ]');
+        }
+    } else if (c === '"') string();
+    else {
+      const match = /^(?:true|false|null|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?)/.exec(text.slice(at));
+      if (!match) fail('bad value');
+      at += (match as RegExpExecArray)[0].length;
+    }
+  };
+  value(0);
+  space();
+  if (at !== text.length) fail('text after the value');
+  if (text.trimStart()[0] !== '{') fail('not an object');
+  return { top, duplicates };
+}
+
 describe('step 1 of the README: one attempt against the Prism mock', () => {
   it('makes only calls the contract allows (no sl-violations)', async () => {
     const mock = await startMock('mock', [currentContractVersion]);

@@ -82,6 +82,8 @@ export interface TestServer {
   dataDir: string;
   /** Every log line the server wrote, parsed. */
   logs: Array<Record<string, unknown>>;
+  /** The same lines as written (the text the stdout writer gets), for checks JSON.parse would hide. */
+  lines: string[];
   running: RunningService;
   stop(): Promise<void>;
 }
@@ -271,9 +273,11 @@ export async function startServer(options: StartServerOptions = {}): Promise<Tes
 
 async function startOn(dataDir: string, ownDir: boolean, stores: Partial<Config>, options: StartServerOptions): Promise<TestServer> {
   const logs: Array<Record<string, unknown>> = [];
+  const lines: string[] = [];
   const log = createLogger({
     level: options.config?.logLevel ?? 'debug',
     sink: (line) => {
+      lines.push(line);
       logs.push(JSON.parse(line) as Record<string, unknown>);
       if (options.echoLogs) process.stdout.write(`${line}\n`);
     },
@@ -307,6 +311,7 @@ async function startOn(dataDir: string, ownDir: boolean, stores: Partial<Config>
         services: running.services,
         dataDir,
         logs,
+        lines,
         running,
         stop: async () => {
           if (stopped) return;

@@ -55,12 +55,12 @@ function provisionGuard<Op>(level: 'context' | 'location'): Guard<Op, Provisioni
 export const provisionHandlers: Pick<Handlers<operations>, 'provisionContext' | 'provisionLocation'> = {
   provisionContext: withGuard(provisionGuard<operations['provisionContext']>('context'), async (ctx) => {
     await ctx.services.store.provisioning.markProvisioned(ctx.guarded);
-    ctx.log.info('level provisioned', { level: 'context', context: ctx.guarded.contextId });
+    ctx.log.info('level provisioned', { provisioning_level: 'context', context: ctx.guarded.contextId });
     return { status: 204 };
   }),
   provisionLocation: withGuard(provisionGuard<operations['provisionLocation']>('location'), async (ctx) => {
     await ctx.services.store.provisioning.markProvisioned(ctx.guarded);
-    ctx.log.info('level provisioned', { level: 'location', context: ctx.guarded.contextId, location: ctx.guarded.locationId });
+    ctx.log.info('level provisioned', { provisioning_level: 'location', context: ctx.guarded.contextId, location: ctx.guarded.locationId });
     return { status: 204 };
   }),
 };

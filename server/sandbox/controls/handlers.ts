@@ -125,19 +125,19 @@ export const sandboxLmsControlHandlers: Pick<Handlers<operations>, SandboxLmsCon
 
   updateSandboxLmsSettings: withGuard(dashboardGuard<operations['updateSandboxLmsSettings']>('platform'), async (ctx) => {
     const settings = await setLmsLifetimes(ctx.services, ctx.body);
-    await recordAction(ctx.services.store, ctx.guarded.principal, { action: 'sandbox_lms.settings', target: null, detail: { ...settings } });
+    await recordAction(ctx.services.store, ctx.guarded, { action: 'sandbox_lms.settings', target: null, detail: { ...settings } });
     return { status: 200, body: settings };
   }),
 
   resetSandboxLmsSettings: withGuard(dashboardGuard<operations['resetSandboxLmsSettings']>('platform'), async (ctx) => {
     const settings = await setLmsLifetimes(ctx.services, null);
-    await recordAction(ctx.services.store, ctx.guarded.principal, { action: 'sandbox_lms.settings', target: null, detail: { ...settings } });
+    await recordAction(ctx.services.store, ctx.guarded, { action: 'sandbox_lms.settings', target: null, detail: { ...settings } });
     return { status: 200, body: settings };
   }),
 
   updateSandboxLmsRegistration: withGuard(dashboardGuard<operations['updateSandboxLmsRegistration']>('platform'), async (ctx) => {
     const registration = await setLmsLineItemScope(ctx.services, ctx.body.grants_line_item_scope);
-    await recordAction(ctx.services.store, ctx.guarded.principal, {
+    await recordAction(ctx.services.store, ctx.guarded, {
       action: 'sandbox_lms.registration',
       target: registration.client_id,
       detail: { grants_line_item_scope: registration.grants_line_item_scope },

@@ -12,6 +12,8 @@ export interface AuditRecord {
   target: string | null;
   /** The tool the entry is about, for the per-tool filter; null for builders and operators. */
   appId: string | null;
+  /** The address the request came from, as the trusted proxies name it (H-21); null for entries before it was kept. */
+  clientAddress: string | null;
   detail: JsonObject;
 }
 
@@ -24,6 +26,7 @@ interface AuditRow {
   action: string;
   target: string | null;
   app_id: string | null;
+  client_address: string | null;
   detail: string;
 }
 
@@ -35,6 +38,7 @@ function toRecord(row: AuditRow): AuditRecord {
     action: row.action,
     target: row.target,
     appId: row.app_id,
+    clientAddress: row.client_address ?? null,
     detail: parseJson<JsonObject>(row.detail, {}),
   };
 }
@@ -52,8 +56,8 @@ export class AuditRepo {
   async append(entry: Omit<AuditRecord, 'id' | 'at'>): Promise<AuditRecord> {
     const record: AuditRecord = { id: newId('aud'), at: this.ctx.clock.nowMs(), ...entry };
     await this.ctx.db.run(
-      `INSERT INTO audit_log (id, at, actor_kind, actor_id, actor_name, action, target, app_id, detail)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO audit_log (id, at, actor_kind, actor_id, actor_name, action, target, app_id, client_address, detail)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       [
         record.id,
         record.at,
@@ -63,6 +67,7 @@ export class AuditRepo {
         record.action,
         record.target,
         record.appId,
+        record.clientAddress,
         JSON.stringify(record.detail),
       ],
     );
@@ -82,7 +87,7 @@ export class AuditRepo {
       params.push(input.after[0], input.after[0], input.after[1]);
     }
     const rows = await this.ctx.db.all<AuditRow>(
-      `SELECT id, at, actor_kind, actor_id, actor_name, action, target, app_id, detail FROM audit_log
+      `SELECT id, at, actor_kind, actor_id, actor_name, action, target, app_id, client_address, detail FROM audit_log
        ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY at DESC, id DESC LIMIT ?`,
       [...params, input.limit + 1],
     );

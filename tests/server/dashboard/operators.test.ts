@@ -63,7 +63,7 @@ describe('operators', () => {
       ['app.activate', 'operator', 'Kofi Mensah'],
       ['app.register', 'builder', 'Ana Ruiz'],
     ]);
-    expect(log.body.entries[2]).toMatchObject({ target: appId, actor: { id: operatorId }, detail: { previous: 'draft' } });
+    expect(log.body.entries[2]).toMatchObject({ target: appId, actor: { id: operatorId }, client_address: '127.0.0.1', detail: { previous: 'draft' } });
     expect(Date.parse(log.body.entries[0]?.at ?? '')).toBeGreaterThan(Date.now() - 60_000);
     // Nothing secret is logged: the new key's hint only.
     expect(JSON.stringify(log.body)).not.toMatch(/ltiaas_app_[^.]+_[A-Za-z0-9_-]{20,}/);
