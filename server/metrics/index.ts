@@ -48,6 +48,11 @@ export function lmsRequestKind(request: { field: LmsEndpointField; url: string; 
       if (type.startsWith('application/x-www-form-urlencoded')) return 'token';
       return /\/scores\/?(?:\?|$)/.test(request.url) ? 'score' : 'line_item';
     }
+    // Named by the publisher since LTI-124: the scores endpoint, and the container a missing line item is made in.
+    case 'scores':
+      return 'score';
+    case 'lineitems':
+      return 'line_item';
     case 'registration_endpoint':
     case 'openid_configuration':
       return 'registration';
