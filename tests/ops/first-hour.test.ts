@@ -20,6 +20,13 @@ import { REPO_ROOT } from '../e2e/support.ts';
 
 const run = promisify(execFile);
 const NPM_ENV = { npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false', npm_config_prefer_offline: 'true' };
+/**
+ * better-sqlite3's binary as CI's own `npm ci` kept it (.ci/run, decision CI-26), when there is one: this
+ * machine cannot download the prebuilt binary, and compiling it again in the clone is minutes of CI time
+ * that prove nothing the first `npm ci` did not. Without the folder the clone compiles it, as a newcomer's does.
+ */
+const PREBUILDS = join(process.env['TIS_CI_CACHE'] ?? join(process.env['XDG_CACHE_HOME'] ?? join(process.env['HOME'] ?? '', '.cache'), 'tis-ci'), 'prebuilds');
+const NATIVE_ENV: Record<string, string> = existsSync(PREBUILDS) ? { 'prebuild-install_local-prebuilds': PREBUILDS } : {};
 
 let workdir: string;
 let clone: string;
@@ -47,7 +54,7 @@ interface Started {
  */
 function npm(args: string[], env: Record<string, string>): Started {
   const shell = { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...(process.env['TMPDIR'] ? { TMPDIR: process.env['TMPDIR'] } : {}) };
-  const child = spawn('npm', args, { cwd: clone, env: { ...shell, ...NPM_ENV, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn('npm', args, { cwd: clone, env: { ...shell, ...NPM_ENV, ...NATIVE_ENV, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   started.push(child);
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
