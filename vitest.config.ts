@@ -1,41 +1,71 @@
+import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
 import SlowFirstSequencer from './tests/sequencer.ts';
 
 /**
- * Two projects in one run, so CI's single JSON report counts both:
+ * Two projects in one run, so CI's single JSON report counts both (docs/testing.md says which layer proves what):
  *
- *   default   every suite (the store suite runs each test on SQLite and on PostgreSQL by itself; the
- *             server suite runs on SQLite);
- *   postgres  the server suite again, every server on PostgreSQL with its files in the database
- *             (`TIS_TEST_STORE=postgres`, `TIS_TEST_BLOB_STORE=postgres`, a schema per server), plus
- *             tests/server/multi-instance.test.ts, which only makes sense there, minus the few files
- *             that never open a store (STORE_INDEPENDENT).
+ *   default   every test file, every server on SQLite (the store suite, tests/store, runs each test on
+ *             SQLite and on PostgreSQL by itself, so repositories and SQL are proven on both stores there);
+ *   postgres  the PostgreSQL smoke set (POSTGRES_SMOKE): the HTTP journeys again with every server on
+ *             PostgreSQL and its files in the database (`TIS_TEST_STORE=postgres`,
+ *             `TIS_TEST_BLOB_STORE=postgres`, a schema per server), and the files that only make sense there.
  *
- * `TIS_TEST_STORE=postgres npx vitest run tests/server` runs only the second, `TIS_TEST_STORE=sqlite` only
- * the first. Without either, the postgres project runs when PostgreSQL answers at `TIS_TEST_DATABASE_URL`
- * (default postgres://tis:tis@127.0.0.1:5432/tis_test), and always in CI (`CI` or `TIS_REQUIRE_POSTGRES`),
- * where an unreachable database fails the tests instead of leaving them out.
+ * A new test file runs in the default project by itself; it joins the smoke set only by being listed below
+ * (decision CI-20). `TIS_TEST_STORE=postgres npx vitest run tests/server/...` runs a file of the list on
+ * PostgreSQL; `TIS_TEST_STORE=sqlite` runs the default project only. Without either, the postgres project
+ * runs when PostgreSQL answers at `TIS_TEST_DATABASE_URL` (default postgres://tis:tis@127.0.0.1:5432/tis_test),
+ * and always in CI (`CI` or `TIS_REQUIRE_POSTGRES`), where an unreachable database fails the tests instead of
+ * leaving them out.
  */
-const MULTI_INSTANCE = 'tests/server/multi-instance.test.ts';
+/** Files whose every test needs PostgreSQL (several instances on one database): the smoke set only. */
+const POSTGRES_ONLY = ['tests/server/multi-instance.test.ts', 'tests/server/sandbox/shared-lms.test.ts'];
 /**
- * Server-suite files that never open a store (no harness server, no store: config parsing, pure permission
- * and validation tables, type-level checks, the outbound HTTP client against a local tool server, S3
- * signing). `TIS_TEST_STORE` changes nothing they do, so they run in the default project only (decision
- * CI-05). A file that starts a server or opens a store must not be listed here.
+ * The PostgreSQL smoke set (decision CI-20): end-to-end journeys over HTTP that cross every repository the
+ * service has, plus what differs between the stores where a caller can see it. Everything else about the
+ * stores is proven on both at the store layer (tests/store), which is far cheaper than a second run of the
+ * HTTP suites. Keep it short: each file here runs twice.
  */
-const STORE_INDEPENDENT = [
-  'tests/server/core/config.test.ts',
-  'tests/server/core/store-config.test.ts',
-  'tests/server/core/preflight.test.ts',
-  'tests/server/core/handler-types.test.ts',
-  'tests/server/core/permissions.test.ts',
-  'tests/server/core/validation-errors.test.ts',
-  'tests/server/files/s3-units.test.ts',
-  'tests/server/scores/score-permissions.test.ts',
-  'tests/server/outbound/http.test.ts',
+const POSTGRES_SMOKE = [
+  ...POSTGRES_ONLY,
+  // Every operation of the current contract, a success and a refusal each, and of both archived contracts.
+  'tests/server/coverage.test.ts',
+  'tests/server/archived/operations.test.ts',
+  // The LMS journeys: registration, launch (nonces, deployments, users) and scores to the gradebook in order
+  // across two instances (one test runs on PostgreSQL only).
+  'tests/server/lti/launch.test.ts',
+  'tests/server/lti/deep-linking-ags.test.ts',
+  'tests/server/scores/scores.test.ts',
+  // A repeated Idempotency-Key: its row is locked FOR UPDATE on PostgreSQL only.
+  'tests/server/scores/idempotency.test.ts',
+  // The dashboard API's journey (builders, registration, settings, status, keys, grade history) and the
+  // operators' audit log, whose repositories no store test covers.
+  'tests/server/dashboard/apps.test.ts',
+  'tests/server/dashboard/operators.test.ts',
+  // Two instances on one database: failed credentials counted once, older Sandbox courses moved once.
+  'tests/server/core/throttle.test.ts',
+  'tests/server/sandbox/older-courses.test.ts',
+  // Files with their bytes in the database (the blob store several instances share), and its rules.
+  'tests/server/files/files.test.ts',
+  'tests/server/files/database-blob-store.test.ts',
+  'tests/server/files/migrate.test.ts',
+  // The files' signing secret, created once by whichever of two stores on one database asks first.
+  'tests/server/files/units.test.ts',
+  // PostgreSQL's TEXT refuses U+0000; and nothing a caller sends reaches it as a 500.
+  'tests/server/core/nul-text.test.ts',
+  'tests/server/core/fuzz.test.ts',
+  // Acknowledged writes survive SIGKILL of the service.
+  'tests/server/crash.test.ts',
 ];
+// A renamed or moved file would otherwise leave the smoke set without a word.
+const missingSmoke = POSTGRES_SMOKE.filter((file) => !existsSync(fileURLToPath(new URL(file, import.meta.url))));
+if (missingSmoke.length > 0) {
+  throw new Error(`vitest.config.ts: POSTGRES_SMOKE names files that do not exist: ${missingSmoke.join(', ')}`);
+}
+
 async function postgresAnswers(): Promise<boolean> {
   const url = process.env['TIS_TEST_DATABASE_URL'] || 'postgres://tis:tis@127.0.0.1:5432/tis_test';
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
@@ -70,7 +100,7 @@ export default defineConfig(async () => {
       test: {
         name: 'default',
         include: ['tests/**/*.test.ts'],
-        exclude: [MULTI_INSTANCE],
+        exclude: POSTGRES_ONLY,
         env: { TIS_TEST_STORE: 'sqlite' },
       },
     });
@@ -80,15 +110,14 @@ export default defineConfig(async () => {
       extends: true,
       test: {
         name: 'postgres',
-        include: ['tests/server/**/*.test.ts'],
-        exclude: STORE_INDEPENDENT,
+        include: POSTGRES_SMOKE,
         // Files in the database too, so this project covers the blob store several instances share.
         env: { TIS_TEST_STORE: 'postgres', TIS_TEST_BLOB_STORE: 'postgres', TIS_REQUIRE_POSTGRES: '1' },
         globalSetup: ['tests/server/postgres-setup.ts'],
       },
     });
   } else if (only === null) {
-    process.stderr.write('PostgreSQL does not answer: the server suite runs on SQLite only (set TIS_TEST_DATABASE_URL)\n');
+    process.stderr.write('PostgreSQL does not answer: the PostgreSQL smoke set and the store tests on PostgreSQL are left out (set TIS_TEST_DATABASE_URL)\n');
   }
   return {
     test: {

@@ -191,6 +191,8 @@ export class ServiceMetrics {
 /** The publisher, counting each attempt's outcome; a publisher that throws counts as failed (the attempt is). */
 export function countingPublisher(inner: Publisher, metrics: ServiceMetrics): Publisher {
   return {
+    // The wrapper counts; whatever else the publisher does is still its own.
+    ...(inner.forgetClient ? { forgetClient: (tokenUrl: string, clientId: string) => inner.forgetClient?.(tokenUrl, clientId) } : {}),
     async publish(publication) {
       try {
         const outcome = await inner.publish(publication);

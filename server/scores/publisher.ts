@@ -62,6 +62,11 @@ export type PublicationOutcome =
 export interface Publisher {
   /** Never throws for anything the LMS or the network does: those are failed outcomes. */
   publish(publication: Publication): Promise<PublicationOutcome>;
+  /**
+   * Drops the LMS access tokens this process keeps for one client, when the publisher keeps any: its LMS
+   * changed what it grants (the Sandbox's line-item scope, decision LTI-49).
+   */
+  forgetClient?(tokenUrl: string, clientId: string): void;
 }
 
 /**

@@ -5,8 +5,10 @@
  * The experiment runs on a copy of the repository in a temporary folder (the checkout is never touched):
  * compile the copy as it is, which must pass; rename `fields` to `form_fields` in the current contract's
  * UploadForm schema (the signed upload form the service hands out and the client's upload helper posts), run
- * the repository's own generate script in the copy and compile, which must fail in both; then restore the
- * spec, regenerate and compile again, which must pass, so the errors came from the rename and nothing else.
+ * the repository's own generate script in the copy and compile, which must fail in both, every error naming
+ * the field, so the errors came from the rename and nothing else. (Restoring the spec and compiling again
+ * proved no more than the first compile does: `generate` is a pure function of the specs, which `npm run
+ * check` shows by regenerating and comparing; that third compile is left out to save CI a tsc run, CI-24.)
  * `scripts/generate.ts` finds the repository from its own location, so run from the copy it writes the copy.
  */
 import { spawn } from 'node:child_process';
@@ -93,7 +95,7 @@ describe('a spec change breaks the compilation of both the server and the client
     if (copy !== undefined) rmSync(copy, { recursive: true, force: true });
   });
 
-  it(`compiles, fails in server/ and client/ once UploadForm.${OLD} is renamed, compiles again once restored`, async () => {
+  it(`compiles, then fails in server/ and client/ once UploadForm.${OLD} is renamed`, async () => {
     // Before anything changes the copy must compile, or a failure below would prove nothing.
     const baseline = await compile();
     expect(baseline.code, `the unchanged checkout does not compile (not a lockstep problem):\n${baseline.output}`).toBe(0);
@@ -120,11 +122,5 @@ describe('a spec change breaks the compilation of both the server and the client
     expect(clientErrors.length, `no client/ error names the field:\n${broken.output}`).toBeGreaterThan(0);
     // Every error is a consequence of the rename.
     expect(errors.filter((d) => !namesField(d)), broken.output).toEqual([]);
-
-    writeFileSync(path.join(copy, SCHEMA), original);
-    const restored = await generate();
-    expect(restored.code, restored.output).toBe(0);
-    const fixed = await compile();
-    expect(fixed.code, `tsc must pass once the spec is restored:\n${fixed.output}`).toBe(0);
   }, 1_200_000);
 });

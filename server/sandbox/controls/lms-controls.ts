@@ -15,7 +15,6 @@ import { ensureSandboxRegistration, sandboxLmsClient } from '../lms-registration
 import type { LmsSandbox } from '../lms-sandbox.js';
 import { TRIAL_LIS_ROLES, ensureLmsSandbox, sandboxDeploymentId } from '../lms-sandbox.js';
 import { Problem } from '../../http/problem.js';
-import { AgsPublisher } from '../../scores/ags.js';
 import { appPrefix, assertCourseOfApp, assertPersonOfApp, assertSchoolOfApp, isSchoolOfApp, message, throughLms } from './scope.js';
 
 export interface LmsColumnView {
@@ -301,7 +300,7 @@ export async function setLmsLineItemScope(services: Services, grants: boolean): 
     const registration = await ensureSandboxRegistration(services);
     const changed = await sandboxLmsClient(services).setLineItemScope(registration.clientId, grants);
     // The next score asks a new token: a cached one keeps the scopes it was issued with (this instance's cache).
-    if (services.publisher instanceof AgsPublisher) services.publisher.forgetClient(registration.tokenUrl, registration.clientId);
+    services.publisher.forgetClient?.(registration.tokenUrl, registration.clientId);
     return { client_id: changed.client_id, grants_line_item_scope: changed.grants_line_item_scope };
   });
 }
