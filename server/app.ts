@@ -21,12 +21,12 @@ import type { ContractDefinition } from './http/pipeline.js';
 import { contractPipeline } from './http/pipeline.js';
 import { requestLocals } from './http/locals.js';
 import { internalError, isProblem, Problem, PROBLEM_CONTENT_TYPE, reasonPhrase } from './http/problem.js';
-import { markNoStore, noStoreWithCredentials } from './http/no-store.js';
+import { markNoStore } from './http/no-store.js';
 import { CredentialThrottle, DEFAULT_THROTTLE_LIMITS } from './throttle/index.js';
 import { flagDevelopmentUrls } from './outbound/development-urls.js';
-import { contractRequestContext, requestContext, stampContractVersion } from './http/request-context.js';
-import { createFrontServer } from './http/front.js';
-import type { ContractFront, ContractResponse } from './http/front.js';
+import { requestContext, stampContractVersion } from './http/request-context.js';
+import { createFrontServer, handOver } from './http/front.js';
+import type { ContractResponse, FrontEntry } from './http/front.js';
 import { OperationRouter } from './http/routes.js';
 import type { Services } from './http/services.js';
 import { dashboardPipeline, loadPlatformCredential } from './dashboard/index.js';
@@ -103,17 +103,19 @@ function toProblem(err: unknown, log: Logger): Problem {
   return internalError(err);
 }
 
-/** The Express app, for a server of a test's own; `startService` serves contract paths without it (PERF-60). */
-export function createApp(services: Services, options: AppOptions = {}): Express {
-  return createHttp(services, options).app;
+/** The service's HTTP server, not yet listening: what `startService` listens with, for a server of a test's own. */
+export function createHttpServer(services: Services, options: AppOptions = {}): Server {
+  return createFrontServer(createPipeline(services, options));
 }
 
 /**
- * The Express app and the contract front (PERF-60). Both run the same steps on a contract path, in the
- * same order (request context, `no-store` with credentials, the throttle's gate, `dispatchContract`, the
- * error answer); the front runs them on plain node:http objects.
+ * The one request pipeline (decision KIT-63). Every request takes the same steps, written once, in this
+ * order: the request context (id, headers, client address, access line), `no-store` with credentials, the
+ * throttle's gate (not for the Sandbox's LMS, H-22), then a contract operation's path is dispatched on the
+ * front's own objects (PERF-60) and anything else is handed to the Express app (health, metrics, dashboard,
+ * launch page, LTI, the web dashboard); a thrown error from either is answered by `answerError`.
  */
-function createHttp(services: Services, options: AppOptions = {}): { app: Express; front: ContractFront } {
+function createPipeline(services: Services, options: AppOptions = {}): FrontEntry {
   const contracts = options.contracts ?? [contract20260921, contract20260825, contract20260819];
   const isShuttingDown = options.isShuttingDown ?? (() => false);
   const app = express();
@@ -149,8 +151,6 @@ function createHttp(services: Services, options: AppOptions = {}): { app: Expres
     clientAddress: clientAddressResolver(services.config.trustProxy),
     ...(metrics.enabled ? { finished: (method, operation, status, seconds) => metrics.request(method, operation, status, seconds) } : {}),
   };
-  app.use(requestContext(services.log, servedVersionOf, hooks));
-  app.use(noStoreWithCredentials);
   const throttle = new CredentialThrottle(
     services.store,
     services.clock,
@@ -162,14 +162,6 @@ function createHttp(services: Services, options: AppOptions = {}): { app: Expres
     },
     metrics,
   );
-  // The Sandbox's LMS is a platform of its own with its own credentials, which this throttle never counts:
-  // its requests (the service's own score and control calls among them) are not judged by failures at the
-  // service's credentials, from whatever address (H-22).
-  app.use((req: Request, res: Response, next: NextFunction) => {
-    if (isSandboxLmsPath(req.path)) next();
-    else throttle.gate(req, res, next);
-  });
-
   app.get('/healthz', async (_req: Request, res: Response) => {
     const locals = requestLocals(res);
     locals.route = '/healthz';
@@ -185,14 +177,6 @@ function createHttp(services: Services, options: AppOptions = {}): { app: Expres
       locals.log.error('health check failed', { err });
       sendProblem(res, new Problem(503, 'store_unavailable', 'the store is not answering'));
     }
-  });
-
-  // A request on a contract operation's path is dispatched here, first (PERF-27): no mount below serves
-  // these paths, and passing them all was a share of every tool request. Anything else, including a path
-  // no contract has, goes through them and reaches the same dispatch at the end.
-  app.use((req: Request, res: Response, next: NextFunction) => {
-    if (isContractPath(req.path)) void dispatchContract(req, res, next);
-    else next();
   });
 
   // The platform team's metrics (OPS-11).
@@ -296,27 +280,34 @@ function createHttp(services: Services, options: AppOptions = {}): { app: Expres
   const notFound = (req: Request, res: Response): void =>
     sendProblem(res, new Problem(404, 'not_found', `no operation at ${req.method} ${req.path}`));
   const contractHeaders = (res: ContractResponse): void => stampContractVersion(res as unknown as Response, servedVersionOf);
-  const front: ContractFront = {
-    handles: isContractPath,
-    serve(contractReq, contractRes) {
-      // The front's objects carry what the steps read of Express's (server/http/front.ts).
-      const req = contractReq as unknown as Request;
-      const res = contractRes as unknown as Response;
-      const next = (err?: unknown): void => {
-        if (err) answerError(err, req, res);
-        else notFound(req, res);
-      };
-      try {
-        contractRequestContext(services.log, contractReq, contractRes, contractHeaders, hooks);
-        markNoStore(req, res);
-        throttle.check(req, res).then((problem) => (problem ? next(problem) : dispatchContract(req, res, next)), next);
-      } catch (err) {
-        next(err);
-      }
-    },
+  return (contractReq, contractRes) => {
+    // The front's objects carry what the steps read of Express's (server/http/front.ts).
+    const req = contractReq as unknown as Request;
+    const res = contractRes as unknown as Response;
+    const next = (err?: unknown): void => {
+      if (err) answerError(err, req, res);
+      else notFound(req, res);
+    };
+    try {
+      requestContext(services.log, contractReq, contractRes, contractHeaders, hooks);
+      markNoStore(req, res);
+      const pathname = contractReq.target.pathname;
+      // The Sandbox's LMS is a platform of its own with its own credentials, which this throttle never
+      // counts: its requests (the service's own score and control calls among them) are not judged by
+      // failures at the service's credentials, from whatever address (H-22).
+      const gate = pathname !== null && isSandboxLmsPath(pathname) ? NOT_THROTTLED : throttle.check(req, res);
+      gate.then((problem) => {
+        if (problem) next(problem);
+        else if (pathname !== null && isContractPath(pathname)) void dispatchContract(req, res, next);
+        else handOver(app, contractReq, contractRes);
+      }, next);
+    } catch (err) {
+      next(err);
+    }
   };
-  return { app, front };
 }
+
+const NOT_THROTTLED: Promise<null> = Promise.resolve(null);
 
 export interface BuildServicesOptions {
   store?: Store;
@@ -412,11 +403,11 @@ export async function startService(config: Config, options: StartOptions = {}): 
   const services = options.services ?? (await buildServices(config, { selfOrigin: () => listeningUrl, ...options }));
   await flagDevelopmentUrls(services.store, config.allowLoopbackTools, services.log);
   let shuttingDown = false;
-  const { app, front } = createHttp(services, { ...options, isShuttingDown: () => shuttingDown });
+  const entry = createPipeline(services, { ...options, isShuttingDown: () => shuttingDown });
   let server: Server;
   try {
     server = await new Promise<Server>((resolve, reject) => {
-      const s = createFrontServer(app, front);
+      const s = createFrontServer(entry);
       s.once('error', reject);
       s.listen(config.port, config.host, () => resolve(s));
     });

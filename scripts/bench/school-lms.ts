@@ -14,9 +14,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:http';
 import { join, resolve } from 'node:path';
-import { createApp } from '../../server/app.js';
+import { createHttpServer } from '../../server/app.js';
 import type { Services } from '../../server/http/services.js';
 import { createTool, launch, type PlacedLocation, placeLocation } from '../../tests/server/harness.js';
 import { untilAnswers } from './scaffold.js';
@@ -97,7 +96,7 @@ export async function registerWithLms(lms: Pick<LmsProcessSpec, 'url' | 'control
   type Listed = { registrations: Array<{ client_id: string; deployments: Array<{ deployment_id: string }> }> };
   const known = new Set((await control<Listed>('GET', '/registrations')).registrations.map((r) => r.client_id));
   const publicUrl = services.config.publicUrl;
-  const server = serve ? createServer(createApp(services)) : null;
+  const server = serve ? createHttpServer(services) : null;
   if (server) await new Promise<void>((ok, fail) => server.once('error', fail).listen(Number(new URL(publicUrl).port), '127.0.0.1', ok));
   try {
     const initiated = await control<{ url: string }>('POST', '/registrations/initiate', { tool_url: `${publicUrl}/lti/register` });

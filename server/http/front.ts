@@ -1,7 +1,7 @@
 /**
- * The HTTP front (decision PERF-60): the service's `node:http` server hands a request on a contract
- * operation's path to the contract front, on plain node:http objects, and every other request to the
- * Express app unchanged.
+ * The HTTP front (decisions PERF-60, KIT-63): the service's `node:http` server hands every request to the
+ * one request pipeline (server/app.ts), on the two classes below; the pipeline serves a contract operation's
+ * path on them itself and hands every other request to the Express app.
  *
  * Express was most of a contract request's cost (its router, the prototype swap of `req` and `res`, the
  * URL parse of every middleware, `res.json` and `send`): a bare Express route costs four times a bare
@@ -204,7 +204,7 @@ export class ContractResponse extends ServerResponse<ContractRequest> {
 
 // Node writes an implicit head through `writeHead` too, so this sees every response of the front.
 const nodeWriteHead = ServerResponse.prototype.writeHead as (this: ServerResponse, ...args: unknown[]) => ServerResponse;
-ContractResponse.prototype.writeHead = function writeHead(this: ContractResponse, ...args: unknown[]) {
+const contractWriteHead = function writeHead(this: ContractResponse, ...args: unknown[]) {
   const hook = this.beforeHead;
   if (hook !== undefined) {
     this.beforeHead = undefined;
@@ -212,34 +212,40 @@ ContractResponse.prototype.writeHead = function writeHead(this: ContractResponse
   }
   return nodeWriteHead.apply(this, args);
 } as ContractResponse['writeHead'];
+ContractResponse.prototype.writeHead = contractWriteHead;
 
-export interface ContractFront {
-  /** Whether a contract serves this path (any method): then the front serves the request. */
-  handles(pathname: string): boolean;
-  serve(req: ContractRequest, res: ContractResponse): void;
-}
+/** The one pipeline's entry (server/app.ts): every request, its target split. */
+export type FrontEntry = (req: ContractRequest, res: ContractResponse) => void;
+
+/** A target no route can match: the legacy parser threw on it (`http://[bad/...`). */
+const UNROUTABLE: Target = { pathname: null, query: null };
 
 /**
- * The service's HTTP server: contract paths to `front`, the rest to `app` (the Express app), which sees
- * the same objects it would have got from `http.createServer(app)`.
+ * The service's HTTP server: every request, on the front's classes, to `entry`, which runs the pipeline's
+ * steps and then serves a contract path itself or hands the request to the Express app.
  */
-export function createFrontServer(app: RequestListener, front: ContractFront): Server {
+export function createFrontServer(entry: FrontEntry): Server {
   const server = createServer<typeof ContractRequest, typeof ContractResponse>(
     { IncomingMessage: ContractRequest, ServerResponse: ContractResponse },
     (req, res) => {
-      let target: Target;
       try {
-        target = splitTarget(req.url ?? '');
+        req.target = splitTarget(req.url ?? '');
       } catch {
-        // A target the legacy parser throws on (`http://[bad/...`): Express's router answers it, as before.
-        app(req, res);
-        return;
+        // Express's router parses it again and answers it, as it always did.
+        req.target = UNROUTABLE;
       }
-      if (target.pathname !== null && front.handles(target.pathname)) {
-        req.target = target;
-        front.serve(req, res);
-      } else app(req, res);
+      entry(req, res);
     },
   );
   return server as unknown as Server;
+}
+
+/**
+ * Hands a request the pipeline has entered to a `node:http` listener (the Express app). Express gives the
+ * objects its own prototypes, so the head hook the front's class runs from its `writeHead` (the contract
+ * version, NS-18) moves onto the response itself first.
+ */
+export function handOver(listener: RequestListener, req: ContractRequest, res: ContractResponse): void {
+  res.writeHead = contractWriteHead;
+  listener(req, res);
 }

@@ -5,14 +5,8 @@
  * allow caching (none today) overrides it, and refusals get it too.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { NextFunction, Request, Response } from 'express';
 
-/** The rule itself, for the Express chain below and the contract front (PERF-60) alike. */
+/** The rule itself: a step of the one request pipeline (server/app.ts). */
 export function markNoStore(req: IncomingMessage, res: ServerResponse): void {
   if (req.headers.authorization !== undefined) res.setHeader('Cache-Control', 'no-store');
-}
-
-export function noStoreWithCredentials(req: Request, res: Response, next: NextFunction): void {
-  markNoStore(req, res);
-  next();
 }

@@ -1,10 +1,9 @@
 /**
- * First middleware of every request: the request id (`Request-Id`, decision NS-15), the contract headers
+ * The first step of every request: the request id (`Request-Id`, decision NS-15), the contract headers
  * every response carries (NS-18), and one structured access-log line when the response is done.
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Logger } from './log.js';
 import type { ClientAddressOf } from './client-address.js';
 import type { ContractResponse } from './front.js';
@@ -44,35 +43,6 @@ export interface RequestHooks {
 }
 
 
-export function requestContext(log: Logger, servedVersionOf: (res: Response) => string, hooks: RequestHooks): RequestHandler {
-  return (req: Request, res: Response, next: NextFunction) => {
-    const started = process.hrtime.bigint();
-    const requestId = acceptedRequestId(req.headers['request-id']) ?? newRequestId();
-    const locals = res.locals as RequestLocals;
-    locals.requestId = requestId;
-    locals.log = log.child({ request_id: requestId });
-    locals.clientAddress = hooks.clientAddress(req);
-    locals.finished = hooks.finished;
-    res.setHeader('Request-Id', requestId);
-    res.setHeader('Vary', 'Contract-Version');
-    // Set late (on write) so a dispatch that picks another contract can still say which one served.
-    const writeHead = res.writeHead;
-    res.writeHead = function patchedWriteHead(this: Response, ...args: unknown[]) {
-      stampContractVersion(this, servedVersionOf);
-      return (writeHead as (...a: unknown[]) => Response).apply(this, args);
-    } as typeof res.writeHead;
-    let logged = false;
-    const done = (aborted: boolean): void => {
-      if (logged) return;
-      logged = true;
-      writeAccessLine(locals, req.method, res.statusCode, aborted, started);
-    };
-    res.on('finish', () => done(false));
-    res.on('close', () => done(!res.writableFinished));
-    next();
-  };
-}
-
 /** `Contract-Version` as the response leaves, unless a step set it: the contract that served it (NS-18). */
 export function stampContractVersion<R extends ServerResponse>(res: R, servedVersionOf: (res: R) => string): void {
   if (!res.getHeader('Contract-Version')) res.setHeader('Contract-Version', servedVersionOf(res));
@@ -110,11 +80,12 @@ function closed(this: ContractResponse): void {
 }
 
 /**
- * `requestContext` for the contract front (PERF-60): the same id, headers and access line, on the
- * front's response class, whose `beforeHead` sets `Contract-Version` in place of a patched `writeHead`,
- * and with listeners shared by every request instead of closures made per request.
+ * The request context of every request, the first step of the one pipeline (server/app.ts): the id, the
+ * headers every response carries, the client's address and the access line, on the front's response class,
+ * whose `beforeHead` sets `Contract-Version` as the head leaves (PERF-60), with listeners shared by every
+ * request instead of closures made per request.
  */
-export function contractRequestContext(
+export function requestContext(
   log: Logger,
   req: IncomingMessage,
   res: ContractResponse,

@@ -17,7 +17,7 @@
  * latest window with a failure, so a request in a quiet window reads no counts at all, on any instance.
  */
 import { isIPv6 } from 'node:net';
-import type { Request, RequestHandler, Response } from 'express';
+import type { Request, Response } from 'express';
 import type { Logger } from '../http/log.js';
 import type { RequestLocals } from '../http/locals.js';
 import type { ServiceMetrics } from '../metrics/index.js';
@@ -76,22 +76,13 @@ export function credentialBucket(req: Request): string | null {
 }
 
 export class CredentialThrottle {
-  readonly gate: RequestHandler;
-
   constructor(
     private readonly store: Pick<Store, 'authFailures' | 'apps' | 'apiTokens' | 'credentialEpoch'>,
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly limits: ThrottleLimits = DEFAULT_THROTTLE_LIMITS,
     private readonly metrics?: Pick<ServiceMetrics, 'authFailed' | 'throttled'>,
-  ) {
-    this.gate = (req, res, next) => {
-      this.check(req, res).then(
-        (problem) => next(problem ?? undefined),
-        (err: unknown) => next(err),
-      );
-    };
-  }
+  ) {}
 
   private window(): { start: number; retryAfter: number } {
     const now = this.clock.nowMs();

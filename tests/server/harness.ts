@@ -19,13 +19,13 @@
  *   await server.stop();
  */
 import { randomUUID } from 'node:crypto';
-import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
+import type { Server as HttpServer } from 'node:http';
 import type { Resolver } from '../../rules/endpoint-url.js';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunningService } from '../../server/app.js';
-import { createApp, openConfiguredStore, startService } from '../../server/app.js';
+import { createHttpServer, openConfiguredStore, startService } from '../../server/app.js';
 import type { Config } from '../../server/config.js';
 import { configFrom } from '../../server/config.js';
 import type { ContractDefinition } from '../../server/http/pipeline.js';
@@ -532,7 +532,7 @@ async function whileServed<T>(server: Pick<TestServer, 'services'>, work: () => 
   let use = serving.get(services);
   if (!use) {
     const url = new URL(services.config.publicUrl);
-    const http = createHttpServer(createApp(services));
+    const http = createHttpServer(services);
     const listening = new Promise<HttpServer>((resolve, reject) => {
       http.once('error', (err) => reject(new Error(`the harness could not serve ${url.origin} for the Sandbox's LMS: ${err.message}`)));
       http.listen(Number(url.port || (url.protocol === 'https:' ? 443 : 80)), '127.0.0.1', () => resolve(http));

@@ -1,21 +1,17 @@
 /**
- * The contract front (PERF-60): contract paths are served on plain node:http objects, without Express.
- * Its answers must be the Express chain's, so each request below is sent both to the service's own server
- * (the front) and to the Express app alone (`createApp` on a server of the test's own, the same services),
- * and the two answers are compared, status, headers and body, but for what differs per request.
+ * The one request pipeline (decisions PERF-60, KIT-63): every request enters it on the front's `node:http`
+ * objects; a contract operation's path is served on them without Express, with Express's semantics (the
+ * answers below were the Express chain's, compared side by side while two chains existed), and any other
+ * path is handed to the Express app with the same context, headers and access line.
  */
-import { createServer, request as httpRequest } from 'node:http';
-import type { IncomingHttpHeaders, Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { request as httpRequest } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp } from '../../../server/app.js';
 import { splitTarget } from '../../../server/http/front.js';
 import type { TestLaunch, TestServer } from '../harness.js';
 import { createTool, launch, placeLocation, startServer } from '../harness.js';
 
 let server: TestServer;
-let express: Server;
-let expressUrl: string;
 let student: TestLaunch;
 
 beforeAll(async () => {
@@ -23,12 +19,8 @@ beforeAll(async () => {
   const tool = await createTool(server);
   const placed = await placeLocation(server, { app: tool.app.id });
   student = await launch(server, { placed });
-  express = createServer(createApp(server.services));
-  await new Promise<void>((resolve) => express.listen(0, '127.0.0.1', resolve));
-  expressUrl = `http://127.0.0.1:${(express.address() as AddressInfo).port}`;
 });
 afterAll(async () => {
-  await new Promise((resolve) => express?.close(resolve));
   await server?.stop();
 });
 
@@ -39,8 +31,8 @@ interface Answer {
 }
 
 /** One raw request (the target as written, no client normalization), read whole. */
-function send(origin: string, method: string, target: string, headers: Record<string, string> = {}, body?: string): Promise<Answer> {
-  const url = new URL(origin);
+function send(method: string, target: string, headers: Record<string, string> = {}, body?: string): Promise<Answer> {
+  const url = new URL(server.url);
   return new Promise((resolve, reject) => {
     const req = httpRequest({ host: url.hostname, port: url.port, method, path: target, headers }, (res) => {
       const chunks: Buffer[] = [];
@@ -53,58 +45,75 @@ function send(origin: string, method: string, target: string, headers: Record<st
   });
 }
 
-/** What may differ between two answers to the same request: the request id, the date, the connection. */
-function comparable(answer: Answer): Answer {
-  const { date: _date, 'request-id': requestId, 'keep-alive': _keepAlive, connection: _connection, ...headers } = answer.headers;
-  return { status: answer.status, headers, body: requestId ? answer.body.replaceAll(String(requestId), '<id>') : answer.body };
-}
-
-async function sameAnswer(method: string, target: (origin: string) => string, headers: Record<string, string> = {}, body?: string): Promise<Answer> {
-  const viaFront = await send(server.url, method, target(server.url), headers, body);
-  const viaExpress = await send(expressUrl, method, target(expressUrl), headers, body);
-  expect(comparable(viaFront)).toEqual(comparable(viaExpress));
-  return viaFront;
-}
-
 const storagePath = (): string => new URL(student.claims.storage.member).pathname;
+const json = { Authorization: '', 'Content-Type': 'application/json' };
 
-describe('the contract front answers as the Express chain did', () => {
+describe('a contract path, served on the front\'s objects with Express\'s semantics', () => {
   it('a GET of a row, with and without a query string', async () => {
-    await send(server.url, 'PUT', storagePath(), { Authorization: student.auth, 'Content-Type': 'application/json' }, '{"level":3}');
-    await sameAnswer('PUT', storagePath, { Authorization: student.auth, 'Content-Type': 'application/json' }, '{"level":3}');
-    const plain = await sameAnswer('GET', storagePath, { Authorization: student.auth });
+    expect((await send('PUT', storagePath(), { ...json, Authorization: student.auth }, '{"level":3}')).status).toBe(204);
+    const plain = await send('GET', storagePath(), { Authorization: student.auth });
     expect(plain.status).toBe(200);
     expect(plain.headers['cache-control']).toBe('no-store');
     expect(plain.headers['contract-version']).toBe('2026-09-21');
-    await sameAnswer('GET', () => `${storagePath()}?a=1&a=2&b`, { Authorization: student.auth });
+    expect(plain.headers['vary']).toBe('Contract-Version');
+    expect(plain.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(plain.headers['request-id']).toMatch(/^req_/);
+    expect(Number(plain.headers['content-length'])).toBe(Buffer.byteLength(plain.body));
+    expect(plain.body).toContain('"level":3');
+    const queried = await send('GET', `${storagePath()}?a=1&a=2&b`, { Authorization: student.auth });
+    expect(queried.status).toBe(200);
+    expect(queried.body).toBe(plain.body);
   });
 
   it('malformed percent-encoding in a path parameter', async () => {
-    const answer = await sameAnswer('GET', () => storagePath().replace(/members\/[^/]+/, 'members/%E0%A4%A'), { Authorization: student.auth });
+    const answer = await send('GET', storagePath().replace(/members\/[^/]+/, 'members/%E0%A4%A'), { Authorization: student.auth });
     expect(answer.status).toBe(404);
+    expect(answer.headers['content-type']).toBe('application/problem+json');
   });
 
   it('HEAD, OPTIONS and a method the path does not have (405 with Allow)', async () => {
     for (const method of ['HEAD', 'OPTIONS', 'POST']) {
-      const answer = await sameAnswer(method, storagePath, { Authorization: student.auth });
+      const answer = await send(method, storagePath(), { Authorization: student.auth });
       expect(answer.status).toBe(405);
       expect(answer.headers['allow']).toBeDefined();
     }
   });
 
-  it('conditional requests (If-None-Match: * is fresh to Express: 304)', async () => {
-    await sameAnswer('GET', storagePath, { Authorization: student.auth, 'If-None-Match': '*' });
-    await sameAnswer('GET', storagePath, { Authorization: student.auth, 'If-Modified-Since': new Date().toUTCString() });
+  it('conditional requests: If-None-Match: * is fresh (304, no body), a date alone is not', async () => {
+    const fresh = await send('GET', storagePath(), { Authorization: student.auth, 'If-None-Match': '*' });
+    expect(fresh.status).toBe(304);
+    expect(fresh.body).toBe('');
+    const dated = await send('GET', storagePath(), { Authorization: student.auth, 'If-Modified-Since': new Date().toUTCString() });
+    expect(dated.status).toBe(200);
   });
 
-  it('an absolute-form target, an unknown Contract-Version, no credential, a bad body', async () => {
-    await sameAnswer('GET', (origin) => `${origin}${storagePath()}`, { Authorization: student.auth });
-    await sameAnswer('GET', storagePath, { Authorization: student.auth, 'Contract-Version': '2025-01-01' });
-    await sameAnswer('GET', storagePath);
-    // A target the URL parser throws on is Express's, as it was.
-    await sameAnswer('GET', () => `http://[bad${storagePath()}`, { Authorization: student.auth });
-    await sameAnswer('PUT', storagePath, { Authorization: student.auth, 'Content-Type': 'application/json' }, '{"level":');
-    await sameAnswer('PUT', storagePath, { Authorization: student.auth, 'Content-Type': 'text/plain' }, 'x');
+  it('an absolute-form target, an unknown Contract-Version, no credential, a bad body, a target the URL parser throws on', async () => {
+    expect((await send('GET', `${server.url}${storagePath()}`, { Authorization: student.auth })).status).toBe(200);
+    const unknown = await send('GET', storagePath(), { Authorization: student.auth, 'Contract-Version': '2025-01-01' });
+    expect(unknown.status).toBe(400);
+    expect(JSON.parse(unknown.body)).toMatchObject({ code: 'unknown_contract_version' });
+    expect((await send('GET', storagePath())).status).toBe(401);
+    // Handed to Express, whose router answers it in the problem envelope, with the request's context.
+    const unparsable = await send('GET', `http://[bad${storagePath()}`, { Authorization: student.auth });
+    expect(unparsable.status).toBeGreaterThanOrEqual(400);
+    expect(unparsable.status).toBeLessThan(500);
+    expect(unparsable.headers['request-id']).toMatch(/^req_/);
+    expect((await send('PUT', storagePath(), { ...json, Authorization: student.auth }, '{"level":')).status).toBe(422);
+    expect((await send('PUT', storagePath(), { Authorization: student.auth, 'Content-Type': 'text/plain' }, 'x')).status).toBe(415);
+  });
+});
+
+describe('any other path, handed to the Express app after the same steps', () => {
+  it('carries the request id, the contract headers, no-store with a credential, and is throttled like a contract path', async () => {
+    const health = await send('GET', '/healthz', { 'Request-Id': 'health-check-0001' });
+    expect(health.status).toBe(200);
+    expect(health.headers['request-id']).toBe('health-check-0001');
+    expect(health.headers['contract-version']).toBe('2026-09-21');
+    const dashboard = await send('GET', '/dashboard/v1/me', { Authorization: 'Bearer tisb_not-a-token' });
+    expect(dashboard.status).toBe(401);
+    expect(dashboard.headers['cache-control']).toBe('no-store');
+    expect(dashboard.headers['contract-version']).toBe('2026-09-21');
+    expect(server.logs.some((l) => l['request_id'] === 'health-check-0001' && l['msg'] === 'request' && l['status'] === 200)).toBe(true);
   });
 });
 
