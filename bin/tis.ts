@@ -283,7 +283,7 @@ export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, io: I
     return 0;
   } catch (err) {
     if (err instanceof ApiRefusal) {
-      io.err(`error: ${err.detail} (HTTP ${err.status})`);
+      io.err(`error: ${err.detail} (HTTP ${err.status})${err.hint ? `\nhint: ${err.hint}` : ''}`);
       return EXIT_API;
     }
     if (err instanceof UsageError) {

@@ -81,14 +81,16 @@ export class ApiRefusal extends Error {
   constructor(
     readonly status: number,
     readonly detail: string,
+    /** The problem's `hint`, when the service has one (decision OPS-43). */
+    readonly hint?: string,
   ) {
     super(detail);
   }
 }
 
 /** The answer's data, or the API's refusal thrown. */
-export function check<T>(result: { data?: T; error?: { status: number; detail: string } }): T {
-  if (result.error) throw new ApiRefusal(result.error.status, result.error.detail);
+export function check<T>(result: { data?: T; error?: { status: number; detail: string; hint?: string } }): T {
+  if (result.error) throw new ApiRefusal(result.error.status, result.error.detail, result.error.hint);
   return result.data as T;
 }
 
