@@ -11,7 +11,7 @@
  * The suite's one slow test, on purpose (OPS-44): a few minutes, most of it `npm ci` and the first build.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -23,10 +23,10 @@ const NPM_ENV = { npm_config_update_notifier: 'false', npm_config_fund: 'false',
 /**
  * better-sqlite3's binary as CI's own `npm ci` kept it (.ci/run, decision CI-26), when there is one: this
  * machine cannot download the prebuilt binary, and compiling it again in the clone is minutes of CI time
- * that prove nothing the first `npm ci` did not. Without the folder the clone compiles it, as a newcomer's does.
+ * that prove nothing the first `npm ci` did not. Named in prebuild-install's rc file in the clone, as .ci/run
+ * names it; without the folder the clone compiles it, as a newcomer's does.
  */
 const PREBUILDS = join(process.env['TIS_CI_CACHE'] ?? join(process.env['XDG_CACHE_HOME'] ?? join(process.env['HOME'] ?? '', '.cache'), 'tis-ci'), 'prebuilds');
-const NATIVE_ENV: Record<string, string> = existsSync(PREBUILDS) ? { 'prebuild-install_local-prebuilds': PREBUILDS } : {};
 
 let workdir: string;
 let clone: string;
@@ -54,7 +54,7 @@ interface Started {
  */
 function npm(args: string[], env: Record<string, string>): Started {
   const shell = { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...(process.env['TMPDIR'] ? { TMPDIR: process.env['TMPDIR'] } : {}) };
-  const child = spawn('npm', args, { cwd: clone, env: { ...shell, ...NPM_ENV, ...NATIVE_ENV, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn('npm', args, { cwd: clone, env: { ...shell, ...NPM_ENV, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   started.push(child);
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -86,6 +86,7 @@ beforeAll(async () => {
   workdir = mkdtempSync(join(tmpdir(), 'tis-first-hour-'));
   clone = join(workdir, 'tool-integration-service');
   await run('git', ['clone', '--quiet', REPO_ROOT, clone]);
+  if (existsSync(PREBUILDS)) writeFileSync(join(clone, '.prebuild-installrc'), `local-prebuilds=${PREBUILDS}\n`);
 }, 120_000);
 
 afterAll(() => {

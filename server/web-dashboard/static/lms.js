@@ -10,6 +10,16 @@ let shownId = null;
 
 const lmsPath = (id) => `/lms/${encodeURIComponent(id)}`;
 
+/**
+ * A URL as code that wraps only at its own punctuation: Chromium never breaks after `/`, and breaking
+ * anywhere splits host names at 420 px, so a line break is offered after each `/`, `?`, `&` and `=` (a host
+ * name longer than the line still wraps as a last resort).
+ */
+function urlCode(url) {
+  const parts = String(url).split(/(?<=[/?&=])/);
+  return h('code', {}, ...parts.flatMap((part, i) => (i === 0 ? [part] : [h('wbr'), part])));
+}
+
 function serviceUrls() {
   const origin = window.location.origin;
   const rows = [
@@ -21,7 +31,7 @@ function serviceUrls() {
   ];
   byId('lms-urls').replaceChildren(...rows.flatMap(([label, url]) => [
     h('dt', {}, label),
-    h('dd', {}, h('span', { class: 'id' }, h('code', {}, url), copyButton(() => url, `Copy the ${label}`))),
+    h('dd', {}, h('span', { class: 'id' }, urlCode(url), copyButton(() => url, `Copy the ${label}`))),
   ]));
 }
 
@@ -41,7 +51,7 @@ async function listRegistrations() {
       open.addEventListener('click', () => void showRegistration(r.id));
       return h('tr', { 'data-registration': r.id },
         h('td', {}, r.title, h('br'), idChip(r.id)),
-        h('td', {}, h('code', {}, r.issuer)),
+        h('td', {}, urlCode(r.issuer)),
         h('td', {}, h('code', {}, r.client_id)),
         h('td', { class: 'nowrap' }, String(r.deployments.length)),
         h('td', {}, r.method),
@@ -85,13 +95,13 @@ async function showRegistration(id) {
   byId('lms-detail-status').replaceChildren(badge(r.status));
   byId('lms-facts').replaceChildren(
     ...fact('ID', idChip(r.id)),
-    ...fact('Issuer', h('code', {}, r.issuer)),
+    ...fact('Issuer', urlCode(r.issuer)),
     ...fact('Client ID', h('code', {}, r.client_id)),
     ...fact('Registered', `${r.method === 'dynamic' ? 'Dynamic Registration' : 'by hand'}, ${r.product_family_code ?? 'LMS family not given'}`),
-    ...fact('Auth URL', h('code', {}, r.auth_url)),
-    ...fact('Token URL', h('code', {}, r.token_url)),
-    ...fact('Token audience', r.token_audience === null ? h('span', { class: 'muted' }, 'the token URL') : h('code', {}, r.token_audience)),
-    ...fact('JWKS URL', h('code', {}, r.jwks_url)),
+    ...fact('Auth URL', urlCode(r.auth_url)),
+    ...fact('Token URL', urlCode(r.token_url)),
+    ...fact('Token audience', r.token_audience === null ? h('span', { class: 'muted' }, 'the token URL') : urlCode(r.token_audience)),
+    ...fact('JWKS URL', urlCode(r.jwks_url)),
     ...fact('Grades', h('span', { id: 'lms-grades', 'data-publishable': String(r.grades.publishable) }, r.grades.explanation)),
     ...fact('AGS scopes', r.scopes.length === 0 ? h('span', { class: 'muted' }, 'none') : h('ul', { class: 'plain' }, ...r.scopes.map((s) => h('li', {}, h('code', {}, s))))),
     ...fact('Created', localTime(r.created)),
