@@ -374,7 +374,7 @@ describe('docs site at 420 and 1280 px', () => {
     expect(hrefs.some((href) => href?.startsWith('changelog-') && href.endsWith(`-to-${currentApi}.html`))).toBe(true);
     await finish(v, 'index.html', true);
     const kit = await visit('kit.html');
-    expect(await kit.page.evaluate(() => document.body.innerText)).toContain('npm install tool-integration-kit');
+    expect(await kit.page.evaluate(() => document.body.innerText)).toContain('npm install "$TIS/client/tool-integration-kit-0.1.0.tgz"');
     await finish(kit, 'kit.html', true);
     const mocks = await visit('mocks.html');
     expect(await mocks.page.evaluate(() => document.body.innerText)).toContain('npm run mock');
