@@ -78,4 +78,5 @@ export type SchemaName = keyof typeof schemas;
 /** The `x-limits` and `x-messages` of component responses (decision KIT-20). */
 export const responses = {
   "SandboxLmsRegistrationKept": {"x-messages":{"deactivate":"this is the Sandbox's own LMS registration; deactivating it would stop every Sandbox launch and score, so it stays active (suspend a tool to close its Sandbox)"}},
+  "LmsRefusalNotFound": {"x-messages":{"not_found":"no refusal is kept under report ID {report_id} (refusals are kept 30 days, 200 per registration)"}},
 } as const;

@@ -14,6 +14,7 @@ import type { LtiRefusalRecord, LtiRegistrationRecord } from '../store/index.js'
 import { isoFromMs } from '../store/index.js';
 import { createsLineItems, grantsScores } from './line-items.js';
 import { registerManually } from './registration.js';
+import { fillMessage } from '../../rules/messages.js';
 
 type RegistrationJson = components['schemas']['LmsRegistration'];
 type RefusalJson = components['schemas']['LmsRefusal'];
@@ -162,11 +163,7 @@ export const lmsRegistrationHandlers: Handlers<Pick<operations, LmsRegistrationO
   getLmsRefusal: withGuard(dashboardGuard<operations['getLmsRefusal']>('platform'), async (ctx) => {
     const found = await ctx.services.store.ltiRefusals.get(ctx.params.report_id);
     if (!found) {
-      throw new Problem(
-        404,
-        'lms_refusal_not_found',
-        `no refusal is kept under report ID ${ctx.params.report_id} (refusals are kept 30 days, 200 per registration)`,
-      );
+      throw new Problem(404, 'lms_refusal_not_found', fillMessage(responses.LmsRefusalNotFound['x-messages'].not_found, { report_id: ctx.params.report_id }));
     }
     return { status: 200, body: refusalJson(found) };
   }),
