@@ -13,7 +13,8 @@ import type { Config } from './config.js';
 import { contract20260819 } from './contracts/2026-08-19/index.js';
 import { contract20260825 } from './contracts/2026-08-25/index.js';
 import { contract20260921 } from './contracts/2026-09-21/index.js';
-import { credentialFactsOf } from './auth/credential-facts.js';
+import type { EpochHolder } from './auth/credential-facts.js';
+import { credentialFactsOf, StaleCredentialEpochError } from './auth/credential-facts.js';
 import { pinnedContract } from './contracts/pin.js';
 import type { Logger } from './http/log.js';
 import { createLogger } from './http/log.js';
@@ -214,8 +215,8 @@ function createPipeline(services: Services, options: AppOptions = {}): FrontEntr
       let version: string;
       if (requested !== undefined) {
         if (!KNOWN_CONTRACT_VERSIONS.includes(requested)) {
-          sendProblem(
-            res,
+          // Through `next`, as every answer of a contract path: it confirms a trusted epoch first (PERF-180).
+          next(
             new Problem(
               400,
               'unknown_contract_version',
@@ -238,7 +239,7 @@ function createPipeline(services: Services, options: AppOptions = {}): FrontEntr
       }
       const pipeline = served.get(version);
       if (!pipeline) {
-        sendProblem(res, new Problem(400, 'contract_not_served', `contract ${version} is not served by this build`));
+        next(new Problem(400, 'contract_not_served', `contract ${version} is not served by this build`));
         return;
       }
       (res.locals as { contractVersion?: string }).contractVersion = version;
@@ -250,8 +251,32 @@ function createPipeline(services: Services, options: AppOptions = {}): FrontEntr
 
   app.use((req: Request, res: Response) => notFound(req, res));
 
-  /** Answers a thrown error as a problem; a refused credential is counted first (H-05). */
+  /**
+   * Answers a thrown error as a problem; a refused credential is counted first (H-05). A request that took
+   * the credential epoch on trust confirms it first, and one that finds it stale is run again from its
+   * start instead of answering what the old facts said (PERF-180).
+   */
   function answerError(err: unknown, req: Request, res: Response): void {
+    const holder = res.locals as EpochHolder & RestartHolder;
+    const facts = credentialFactsOf(services.store, services.clock);
+    if (err instanceof StaleCredentialEpochError || facts.unconfirmed(holder)) {
+      facts.confirm(holder).then(
+        () => answerConfirmed(err, req, res),
+        (confirmErr: unknown) => {
+          if (confirmErr instanceof StaleCredentialEpochError && holder.restartRequest && !res.headersSent) {
+            facts.restart(holder);
+            holder.restartRequest();
+          } else {
+            answerConfirmed(confirmErr instanceof StaleCredentialEpochError ? err : confirmErr, req, res);
+          }
+        },
+      );
+      return;
+    }
+    answerConfirmed(err, req, res);
+  }
+
+  function answerConfirmed(err: unknown, req: Request, res: Response): void {
     const log = requestLocals(res).log ?? services.log;
     const problem = toProblem(err, log);
     if (res.headersSent) {
@@ -295,12 +320,21 @@ function createPipeline(services: Services, options: AppOptions = {}): FrontEntr
       // The Sandbox's LMS is a platform of its own with its own credentials, which this throttle never
       // counts: its requests (the service's own score and control calls among them) are not judged by
       // failures at the service's credentials, from whatever address (H-22).
-      const gate = pathname !== null && isSandboxLmsPath(pathname) ? NOT_THROTTLED : throttle.check(req, res);
-      gate.then((problem) => {
-        if (problem) next(problem);
-        else if (pathname !== null && isContractPath(pathname)) void dispatchContract(req, res, next);
-        else handOver(app, contractReq, contractRes);
-      }, next);
+      const contractPath = pathname !== null && isContractPath(pathname);
+      const admit = (): void => {
+        const gate = pathname !== null && isSandboxLmsPath(pathname) ? NOT_THROTTLED : throttle.check(req, res);
+        gate.then((problem) => {
+          if (problem) next(problem);
+          else if (contractPath) void dispatchContract(req, res, next);
+          else handOver(app, contractReq, contractRes);
+        }, next);
+      };
+      // A contract operation confirms the epoch with its own first statement (PERF-180): every exit of its
+      // pipeline confirms before it answers, writes or reads the body, so it can be run again from here.
+      if (contractPath && credentialFactsOf(services.store, services.clock).trustLatest(res.locals as EpochHolder)) {
+        (res.locals as RestartHolder).restartRequest = admit;
+      }
+      admit();
     } catch (err) {
       next(err);
     }
@@ -308,6 +342,11 @@ function createPipeline(services: Services, options: AppOptions = {}): FrontEntr
 }
 
 const NOT_THROTTLED: Promise<null> = Promise.resolve(null);
+
+/** A contract request that took the credential epoch on trust: how to run it again should it be stale. */
+interface RestartHolder {
+  restartRequest?: () => void;
+}
 
 export interface BuildServicesOptions {
   store?: Store;

@@ -26,10 +26,43 @@ type FactsStore = Pick<Store, 'apps' | 'apiTokens' | 'credentialEpoch'>;
 /** Per request, on `res.locals`: the one epoch read of that request. */
 export interface EpochHolder {
   credentialEpoch?: Promise<CredentialEpoch>;
+  /**
+   * The epoch this request took on trust from the last one read (PERF-180), until a statement of its own
+   * confirms it; `'stale'` once a confirmation found another epoch (the request is then run again).
+   */
+  unconfirmedEpoch?: CredentialEpoch | 'stale';
+  /** This request may not take the epoch on trust (it is being run again after a stale one). */
+  noTrustedEpoch?: boolean;
+}
+
+/**
+ * Thrown where a request that took the epoch on trust finds that the store's epoch had moved on: what it
+ * did under the old facts is void, and it is run again from its start with an epoch read for it (PERF-180).
+ * Nothing was answered or written under it: every path confirms before either.
+ */
+export class StaleCredentialEpochError extends Error {
+  constructor() {
+    super('the credential epoch changed while the request ran on the last one read; run it again');
+    this.name = 'StaleCredentialEpochError';
+  }
+}
+
+/** A request's epoch as its guard sees it (PERF-180): one taken on trust, to be confirmed by a read of its own. */
+export interface RequestEpoch {
+  /** The epoch the request took on trust and has not confirmed yet, or null (read for it, or confirmed). */
+  pending(): CredentialEpoch | null;
+  /**
+   * Confirms the trusted epoch with `read`, an epoch that a statement of this request read (so begun after
+   * it arrived), or with a read of its own when none is given. Throws `StaleCredentialEpochError` when it
+   * had moved on.
+   */
+  confirm(read?: CredentialEpoch): Promise<void>;
 }
 
 export class CredentialFacts {
   private generation: number | null = null;
+  /** The last epoch read, which a request may take on trust until a statement of its own confirms it. */
+  private latest: CredentialEpoch | null = null;
   private readonly tokens = new Map<string, ApiTokenRecord>();
   private readonly apiKeys = new Map<string, AppRecord>();
   private readonly apps = new Map<string, AppRecord>();
@@ -48,10 +81,65 @@ export class CredentialFacts {
    */
   epoch(holder: EpochHolder): Promise<CredentialEpoch> {
     holder.credentialEpoch ??= this.readEpoch().then((epoch) => {
-      this.observe(epoch.generation);
+      this.observe(epoch);
       return epoch;
     });
     return holder.credentialEpoch;
+  }
+
+  /**
+   * Lets the request take the last epoch read on trust instead of reading it first (PERF-180): the throttle,
+   * the contract's pin and the credential step then answer from the kept facts at once, and the request's
+   * first statement reads the epoch beside its own rows (`confirm`). A request whose confirmation finds
+   * another epoch is run again from its start with an epoch read for it, so it is judged exactly as if it
+   * had read the epoch first. Only where every exit confirms before it answers or writes: the contract
+   * operations (`contractPipeline`, the dispatch's `answerError`). False when there is nothing to trust yet.
+   */
+  trustLatest(holder: EpochHolder): boolean {
+    if (this.latest === null || holder.noTrustedEpoch || holder.credentialEpoch) return false;
+    holder.unconfirmedEpoch = this.latest;
+    holder.credentialEpoch = Promise.resolve(this.latest);
+    return true;
+  }
+
+  /** The epoch of `holder` as its guard sees it (`RequestEpoch`). */
+  requestEpoch(holder: EpochHolder): RequestEpoch {
+    return {
+      pending: () => (typeof holder.unconfirmedEpoch === 'object' ? holder.unconfirmedEpoch : null),
+      confirm: (read?: CredentialEpoch) => this.confirm(holder, read),
+    };
+  }
+
+  /** Whether `holder` still runs on a trusted epoch (or found it stale): it must confirm before it answers. */
+  unconfirmed(holder: EpochHolder): boolean {
+    return holder.unconfirmedEpoch !== undefined;
+  }
+
+  /**
+   * Confirms the epoch `holder` took on trust, with `read` (one a statement of this request read) or a read
+   * begun now. The same generation and failure window: the kept facts it was judged by held when its own
+   * statement ran, and so did the throttle's answer. Anything else: `StaleCredentialEpochError`.
+   */
+  async confirm(holder: EpochHolder, read?: CredentialEpoch): Promise<void> {
+    const trusted = holder.unconfirmedEpoch;
+    if (trusted === undefined) return;
+    if (trusted === 'stale') throw new StaleCredentialEpochError();
+    const epoch = read ?? (await this.readEpoch());
+    this.observe(epoch);
+    if (holder.unconfirmedEpoch !== trusted) return; // confirmed meanwhile by another path of this request
+    if (epoch.generation !== trusted.generation || epoch.failuresWindow !== trusted.failuresWindow) {
+      holder.unconfirmedEpoch = 'stale';
+      throw new StaleCredentialEpochError();
+    }
+    delete holder.unconfirmedEpoch;
+  }
+
+  /** Makes `holder` ready to run its request again after a stale epoch: nothing taken on trust this time. */
+  restart(holder: EpochHolder & { credentialStore?: unknown }): void {
+    delete holder.credentialEpoch;
+    delete holder.unconfirmedEpoch;
+    delete holder.credentialStore;
+    holder.noTrustedEpoch = true;
   }
 
   private readEpoch(): Promise<CredentialEpoch> {
@@ -72,7 +160,10 @@ export class CredentialFacts {
     return this.queued;
   }
 
-  private observe(generation: number): void {
+  private observe(epoch: CredentialEpoch): void {
+    const generation = epoch.generation;
+    // An older read answering late only makes the next trusted request run again, never judge wrongly.
+    this.latest = epoch;
     if (generation === this.generation) return;
     this.generation = generation;
     this.forget();

@@ -128,11 +128,22 @@ export async function locationInContext(
   return (await store.provisioning.get({ appId, contextId, locationId })) !== null;
 }
 
-export async function loadRowFacts(store: Store, principal: Principal, target: RowTarget): Promise<RowFacts> {
+/**
+ * `known.callerMember`: the caller's membership in the target's course as a statement of this request
+ * already read it (`RowsRepo.readForRequest`), instead of reading it again.
+ */
+export async function loadRowFacts(
+  store: Store,
+  principal: Principal,
+  target: RowTarget,
+  known?: { callerMember: MemberRecord | null },
+): Promise<RowFacts> {
   const callerMember =
-    principal.kind === 'session' && principal.token.userId !== null
-      ? await store.members.find(target.contextId, principal.token.userId)
-      : null;
+    known !== undefined
+      ? known.callerMember
+      : principal.kind === 'session' && principal.token.userId !== null
+        ? await store.members.find(target.contextId, principal.token.userId)
+        : null;
   const credentialApp = principal.kind === 'session' || principal.kind === 'provision' ? principal.token.appId : null;
   // No lookups for another tool's URL: the answer is 404 whatever exists.
   if (credentialApp !== target.appId) return { exists: false, callerMember };
@@ -170,6 +181,11 @@ export interface RowGuardResult {
   principal: Principal;
   /** The caller's membership when a session (null for a provision token). */
   callerMember: MemberRecord | null;
+  /**
+   * The row's stored text as the guard's own statement read it (null: never written), for a guard made
+   * with `readsRow`; undefined otherwise.
+   */
+  stored?: string | null | undefined;
 }
 
 type RowPathParams = { context_id: string; app_id: string; location_id?: string; member_id?: string };
@@ -193,15 +209,38 @@ export function accessOfMethod(method: string): RowAccess {
 /**
  * The guard of every row and files operation: 404 for a row that is not there for the tool, 403 for a
  * principal rule 4 refuses. The unprovisioned-level 422 is state and is the handler's (GAP-23).
+ *
+ * Its first statement (PERF-180) reads, together, the credential epoch the request took on trust (and
+ * confirms it before anything else happens), the caller's membership, and with `readsRow` the row itself
+ * (a GET answers with it; a PATCH on PostgreSQL, `'postgres'`, starts from it): a warm GET of one's own
+ * member row is that one statement and nothing else.
  */
-export function rowGuard<Op extends { parameters: { path: RowPathParams } }>(kind: RowKind): Guard<Op, RowGuardResult> {
-  return async (ctx: GuardContext<Op>) => {
+export function rowGuard<Op extends { parameters: { path: RowPathParams } }>(
+  kind: RowKind,
+  options: { readsRow?: boolean | 'postgres' } = {},
+): Guard<Op, RowGuardResult> {
+  const guard: Guard<Op, RowGuardResult> = async (ctx: GuardContext<Op>) => {
     const params = ctx.params as unknown as RowPathParams;
     const target = rowTargetFrom(kind, params);
     const access = accessOfMethod(ctx.method);
-    const facts = await loadRowFacts(ctx.services.store, ctx.principal, target);
-    const decision = authorizeRow(ctx.principal, target, access, facts);
+    const principal = ctx.principal;
+    const store = ctx.services.store;
+    const userId = principal.kind === 'session' ? principal.token.userId : null;
+    const ownTool = (principal.kind === 'session' || principal.kind === 'provision') && principal.token.appId === target.appId;
+    let known: { callerMember: MemberRecord | null } | undefined;
+    let stored: string | null | undefined;
+    if (userId !== null || ctx.epoch?.pending()) {
+      const readsRow = options.readsRow === 'postgres' ? store.driver.dialect === 'postgres' : options.readsRow === true;
+      const read = await store.rows.readForRequest(rowKeyOf(target), { userId, row: readsRow && ownTool });
+      await ctx.epoch?.confirm(read.epoch);
+      known = { callerMember: read.member };
+      stored = read.body;
+    }
+    const facts = await loadRowFacts(store, principal, target, known);
+    const decision = authorizeRow(principal, target, access, facts);
     if (!decision.allowed) throw decision.problem;
-    return { target, key: rowKeyOf(target), access, principal: ctx.principal, callerMember: facts.callerMember };
+    return { target, key: rowKeyOf(target), access, principal, callerMember: facts.callerMember, stored };
   };
+  guard.confirmsEpoch = true;
+  return guard;
 }

@@ -11,6 +11,7 @@
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { resolvePrincipal } from '../auth/credentials.js';
+import type { EpochHolder } from '../auth/credential-facts.js';
 import { credentialFactsOf } from '../auth/credential-facts.js';
 import type { Principal } from '../auth/principal.js';
 import { hasBody, isMediaType, parseFormBody, parseJsonBody, readRawBody, unsupportedMediaType } from './body.js';
@@ -28,7 +29,7 @@ import { failuresFromValidatorError, MAPPING_RULES, mapValidationFailures } from
 /** A handler of any operation, as the pipeline sees it; type safety lives in `Handlers<...>`. */
 export interface AnyHandler {
   (ctx: HandlerContext<never>): Promise<HandlerResult<never>>;
-  guard?: (ctx: GuardContext<never>) => Promise<unknown>;
+  guard?: ((ctx: GuardContext<never>) => Promise<unknown>) & { confirmsEpoch?: boolean };
 }
 
 /** One served contract: its bundled spec, its operations table and one handler per operation. */
@@ -162,8 +163,15 @@ export function contractPipeline(contract: ContractDefinition, services: Service
         if (name.endsWith('_id') && params[name]?.includes('\u0000')) throw new Problem(404, 'not_found', 'not found');
       }
 
+      // A request that took the credential epoch on trust (PERF-180) confirms it before the operation's
+      // guard, or through the guard's own first statement, and so before it reads its body or writes.
+      const holder = res.locals as EpochHolder;
+      const facts = credentialFactsOf(services.store, services.clock);
+      const guardConfirms = handler.guard?.confirmsEpoch === true && facts.unconfirmed(holder);
+      if (!guardConfirms) await facts.confirm(holder);
       if (handler.guard) {
         await handler.guard({
+          ...(guardConfirms ? { epoch: facts.requestEpoch(holder) } : {}),
           operationId: operation.id,
           method: req.method,
           params: params as never,
@@ -175,6 +183,7 @@ export function contractPipeline(contract: ContractDefinition, services: Service
           clientAddress: locals.clientAddress,
           log,
         });
+        await facts.confirm(holder);
       }
 
       const shape: OperationShape = shapes.get(operation.id) ?? {

@@ -15,6 +15,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Request, Response } from 'express';
+import type { RequestEpoch } from '../auth/credential-facts.js';
 import type { Principal } from '../auth/principal.js';
 import type { Logger } from './log.js';
 import type { Services } from './services.js';
@@ -106,6 +107,8 @@ export interface GuardContext<Op> {
   /** The client's address as the trusted proxies name it (H-20), for the audit log. */
   clientAddress: string;
   log: Logger;
+  /** The request's credential epoch, when the guard `confirmsEpoch` (PERF-180); absent: nothing to confirm. */
+  epoch?: RequestEpoch;
 }
 
 /**
@@ -113,7 +116,14 @@ export interface GuardContext<Op> {
  * nothing of the tool and 403 for a principal that may not touch it, by throwing `Problem`. What it
  * returns is handed to the handler as `ctx.guarded`.
  */
-export type Guard<Op, G = unknown> = (ctx: GuardContext<Op>) => Promise<G>;
+export type Guard<Op, G = unknown> = ((ctx: GuardContext<Op>) => Promise<G>) & {
+  /**
+   * The guard's first statement reads the credential epoch a request took on trust and confirms it
+   * through `ctx.epoch` (PERF-180); the pipeline confirms it before any other guard, with a read of its own.
+   * Such a guard writes nothing before it has confirmed.
+   */
+  confirmsEpoch?: boolean;
+};
 
 export type HandlerFn<Op> = (ctx: HandlerContext<Op>) => Promise<HandlerResult<Op>>;
 
@@ -134,11 +144,13 @@ export function withGuard<Op, G>(
     }
     return handle({ ...ctx, guarded: results.get(ctx.req) as G });
   };
-  fn.guard = async (gctx) => {
+  const attached: Guard<Op, G> = async (gctx) => {
     const value = await guard(gctx);
     results.set(gctx.req, value);
     return value;
   };
+  if (guard.confirmsEpoch) attached.confirmsEpoch = true;
+  fn.guard = attached;
   return fn;
 }
 

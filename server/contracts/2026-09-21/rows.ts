@@ -86,7 +86,9 @@ async function readRow({ services, guarded }: RowRequest, rules: RowRules): Prom
   if (rules.provisioning) await requireProvisioned(services.store, guarded.key);
   // Stored as compact JSON text and parsed once to go through the response validator; serializing it
   // again gives back the same text, key order included (decision GAP-37).
-  return JSON.parse(await services.store.rows.getRow(guarded.key)) as RowBody;
+  // The guard's own statement read the row with the caller's membership (PERF-180).
+  const text = guarded.stored !== undefined ? (guarded.stored ?? '{}') : await services.store.rows.getRow(guarded.key);
+  return JSON.parse(text) as RowBody;
 }
 
 /** UTF-8 bytes of the compact JSON of `value` (decision GAP-06). */
@@ -148,7 +150,7 @@ async function patchRow({ services, guarded }: RowRequest, body: unknown, rules:
         }
         return next as JsonObject;
       },
-      { maxBytes, memberSet: memberSetOf(patch) },
+      { maxBytes, memberSet: memberSetOf(patch), read: guarded.stored },
     );
   } catch (err) {
     if (err instanceof PatchRefused) throw err.problem;
@@ -178,6 +180,10 @@ type Ops = operations;
  * handlers satisfy their own generated types too.
  */
 export function rowHandlersFor(rules: RowRules): Pick<Handlers<Ops>, RowOperationId> {
+  // A GET answers with the row its guard read (PERF-180); a PATCH on PostgreSQL starts from it (PERF-182),
+  // where SQLite's one-member PATCH is one UPDATE and would not use it.
+  const readsRow = { readsRow: true };
+  const patchReadsRow = { readsRow: 'postgres' as const };
   const read = async (ctx: RowRequest) => ({ status: 200 as const, body: await readRow(ctx, rules) });
   const replace = async (ctx: RowRequest & { body: unknown }) => {
     await replaceRow(ctx, ctx.body, rules);
@@ -188,21 +194,21 @@ export function rowHandlersFor(rules: RowRules): Pick<Handlers<Ops>, RowOperatio
     return { status: 204 as const };
   };
   return {
-    getContextRow: withGuard(rowGuard<Ops['getContextRow']>('context'), read),
+    getContextRow: withGuard(rowGuard<Ops['getContextRow']>('context', readsRow), read),
     putContextRow: withGuard(rowGuard<Ops['putContextRow']>('context'), replace),
-    patchContextRow: withGuard(rowGuard<Ops['patchContextRow']>('context'), patch),
+    patchContextRow: withGuard(rowGuard<Ops['patchContextRow']>('context', patchReadsRow), patch),
 
-    getLocationRow: withGuard(rowGuard<Ops['getLocationRow']>('location'), read),
+    getLocationRow: withGuard(rowGuard<Ops['getLocationRow']>('location', readsRow), read),
     putLocationRow: withGuard(rowGuard<Ops['putLocationRow']>('location'), replace),
-    patchLocationRow: withGuard(rowGuard<Ops['patchLocationRow']>('location'), patch),
+    patchLocationRow: withGuard(rowGuard<Ops['patchLocationRow']>('location', patchReadsRow), patch),
 
-    getMemberRow: withGuard(rowGuard<Ops['getMemberRow']>('member'), read),
+    getMemberRow: withGuard(rowGuard<Ops['getMemberRow']>('member', readsRow), read),
     putMemberRow: withGuard(rowGuard<Ops['putMemberRow']>('member'), replace),
-    patchMemberRow: withGuard(rowGuard<Ops['patchMemberRow']>('member'), patch),
+    patchMemberRow: withGuard(rowGuard<Ops['patchMemberRow']>('member', patchReadsRow), patch),
 
-    getMemberLocationRow: withGuard(rowGuard<Ops['getMemberLocationRow']>('member_location'), read),
+    getMemberLocationRow: withGuard(rowGuard<Ops['getMemberLocationRow']>('member_location', readsRow), read),
     putMemberLocationRow: withGuard(rowGuard<Ops['putMemberLocationRow']>('member_location'), replace),
-    patchMemberLocationRow: withGuard(rowGuard<Ops['patchMemberLocationRow']>('member_location'), patch),
+    patchMemberLocationRow: withGuard(rowGuard<Ops['patchMemberLocationRow']>('member_location', patchReadsRow), patch),
   };
 }
 

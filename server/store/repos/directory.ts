@@ -97,7 +97,7 @@ interface UserRow {
   updated_at: number;
 }
 
-interface MemberRow {
+export interface MemberRow {
   id: string;
   context_id: string;
   user_id: string;

@@ -2,6 +2,10 @@ import { schemas } from '../../../generated/2026-09-21/schemas.js';
 import { InvalidRowBodyError, RowTooLargeError } from '../errors.js';
 import type { JsonObject, RepoContext, RowKey, RowKind } from './common.js';
 import { isJsonObject, ROW_KEY_WHERE, rowKeyParams } from './common.js';
+import type { CredentialEpoch } from './credential-epoch.js';
+import { EPOCH_ROW_ID, toCredentialEpoch } from './credential-epoch.js';
+import type { MemberRecord, MemberRow } from './directory.js';
+import { toMember } from './directory.js';
 
 /**
  * Decision GAP-06: binary units, counted on the UTF-8 bytes of the compact JSON. The limit per level is the
@@ -95,6 +99,37 @@ export function serializeRow(value: unknown, maxBytes: number): SerializedRow {
   return { body, size };
 }
 
+/** What a row request reads before it is decided (`RowsRepo.readForRequest`), all from one statement. */
+export interface RowRequestRead {
+  /** The credential epoch as this statement saw it (PERF-180). */
+  epoch: CredentialEpoch;
+  /** The user's membership in the row's course; null for no such member, or no user. */
+  member: MemberRecord | null;
+  /** The row's stored text, when asked for: null for a row never written. */
+  body?: string | null;
+}
+
+const REQUEST_READ_COLUMNS = `e.generation, e.failures_window, m.id AS m_id, m.context_id AS m_context_id,
+  m.user_id AS m_user_id, m.group_names AS m_group_names, m.created_at AS m_created_at, m.updated_at AS m_updated_at`;
+const REQUEST_READ_MEMBER = 'LEFT JOIN members m ON m.context_id = ? AND m.user_id = ?';
+/** The epoch's one row drives the statement, so it answers one row whether or not the others exist. */
+const REQUEST_READ = `SELECT ${REQUEST_READ_COLUMNS} FROM credential_epoch e ${REQUEST_READ_MEMBER} WHERE e.id = ?`;
+const REQUEST_READ_WITH_ROW = `SELECT ${REQUEST_READ_COLUMNS}, r.body AS r_body FROM credential_epoch e ${REQUEST_READ_MEMBER}
+  LEFT JOIN storage_rows r ON r.app_id = ? AND r.context_id = ? AND r.kind = ? AND r.location_id = ? AND r.member_id = ?
+  WHERE e.id = ?`;
+
+interface RequestReadRow {
+  generation: number | string;
+  failures_window: number | string;
+  m_id: string | null;
+  m_context_id: string;
+  m_user_id: string;
+  m_group_names: string;
+  m_created_at: number;
+  m_updated_at: number;
+  r_body?: string | null;
+}
+
 /**
  * The four JSON storage rows. Bodies are kept as compact JSON text so a GET returns the stored text
  * untouched (no re-serialization, and the key order of the write, decision GAP-37).
@@ -104,6 +139,38 @@ export class RowsRepo {
   readonly #patching = new Map<string, Promise<unknown>>();
 
   constructor(private readonly ctx: RepoContext) {}
+
+  /**
+   * What the row guard reads (PERF-180), in one statement: the credential epoch (which confirms the one the
+   * request took on trust), the membership of `userId` in the row's course, and, with `row`, the row's
+   * stored text (a GET answers with it; a PATCH starts from it). One snapshot of all three: on PostgreSQL
+   * one statement, on SQLite one read. Reading the row before the request is decided reveals nothing: the
+   * text is handed on only if the guard allows the request.
+   */
+  async readForRequest(key: RowKey, options: { userId: string | null; row: boolean }): Promise<RowRequestRead> {
+    const member = [key.contextId, options.userId];
+    const row = options.row
+      ? await this.ctx.db.get<RequestReadRow>(REQUEST_READ_WITH_ROW, [...member, ...rowKeyParams(key), EPOCH_ROW_ID])
+      : await this.ctx.db.get<RequestReadRow>(REQUEST_READ, [...member, EPOCH_ROW_ID]);
+    // The row is written by the migration and never deleted; its absence would mean a broken schema.
+    if (!row) throw new Error('credential_epoch has no row: the store was not migrated');
+    const read: RowRequestRead = {
+      epoch: toCredentialEpoch(row.generation, row.failures_window),
+      member:
+        row.m_id === null
+          ? null
+          : toMember({
+              id: row.m_id,
+              context_id: row.m_context_id,
+              user_id: row.m_user_id,
+              group_names: row.m_group_names,
+              created_at: row.m_created_at,
+              updated_at: row.m_updated_at,
+            } satisfies MemberRow),
+    };
+    if (options.row) read.body = row.r_body ?? null;
+    return read;
+  }
 
   /** The row's JSON text; a never-written row reads as `{}`. */
   async getRow(key: RowKey): Promise<string> {
@@ -146,7 +213,20 @@ export class RowsRepo {
    * `jsonb` reorders keys), a read and one conditional write that lands only if the row is still the text
    * that was read, tried again on a conflict; after a few conflicts, under the row lock.
    */
-  async patchRow(key: RowKey, fn: RowPatchFn, options: RowWriteOptions & { memberSet?: RowMemberSet | undefined }): Promise<RowRecord> {
+  async patchRow(
+    key: RowKey,
+    fn: RowPatchFn,
+    options: RowWriteOptions & {
+      memberSet?: RowMemberSet | undefined;
+      /**
+       * The row's stored text (null: no row) as a statement of this request read it moments ago
+       * (`readForRequest`). On PostgreSQL the first conditional write starts from it instead of reading
+       * again (PERF-182), when no patch of this process is queued on the row: a stale text only makes
+       * that write miss and read again.
+       */
+      read?: string | null | undefined;
+    },
+  ): Promise<RowRecord> {
     const db = this.ctx.db;
     if (db.dialect === 'sqlite') {
       if (options.memberSet) {
@@ -157,11 +237,14 @@ export class RowsRepo {
     }
     // This process's patches of one row wait for each other rather than race: only another instance's
     // write can make the conditional write miss.
-    return this.#inRowOrder(rowKeyParams(key), () => this.#patchOptimistic(key, fn, options.maxBytes));
+    const params = rowKeyParams(key);
+    const id = params.join('\u0000');
+    // Behind another patch of this process, the text read before queueing is that patch's before-image.
+    const read = this.#patching.has(id) ? undefined : options.read;
+    return this.#inRowOrder(id, () => this.#patchOptimistic(key, fn, options.maxBytes, read));
   }
 
-  async #inRowOrder<T>(params: readonly string[], run: () => Promise<T>): Promise<T> {
-    const id = params.join('\u0000');
+  async #inRowOrder<T>(id: string, run: () => Promise<T>): Promise<T> {
     const before = this.#patching.get(id);
     const mine = before ? before.then(run, run) : run();
     const tail = mine.catch(() => undefined);
@@ -173,11 +256,16 @@ export class RowsRepo {
     }
   }
 
-  async #patchOptimistic(key: RowKey, fn: RowPatchFn, maxBytes: number): Promise<RowRecord> {
+  async #patchOptimistic(key: RowKey, fn: RowPatchFn, maxBytes: number, read: string | null | undefined): Promise<RowRecord> {
     const db = this.ctx.db;
     const params = rowKeyParams(key);
     for (let attempt = 0; attempt < OPTIMISTIC_ATTEMPTS; attempt += 1) {
-      const current = await db.get<{ body: string }>(`SELECT body FROM storage_rows WHERE ${ROW_KEY_WHERE}`, params);
+      const current =
+        attempt === 0 && read !== undefined
+          ? read === null
+            ? undefined
+            : { body: read }
+          : await db.get<{ body: string }>(`SELECT body FROM storage_rows WHERE ${ROW_KEY_WHERE}`, params);
       const { body, size } = serializeRow(fn(parseStored(current?.body ?? EMPTY_ROW)), maxBytes);
       const now = this.ctx.clock.nowMs();
       const written = current
