@@ -146,6 +146,72 @@ afterAll(async () => {
   }
 });
 
+describe('round trips of a warm storage request (PERF-180)', () => {
+  /** The statements the in-process instance sends to PostgreSQL while `run` runs (the blob store's sweeps aside). */
+  async function statementsOf(run: () => Promise<void>): Promise<string[]> {
+    const texts: string[] = [];
+    const query = pg.Client.prototype.query;
+    const counting = function (this: pg.Client, ...args: unknown[]) {
+      const first = args[0] as string | { text?: string };
+      const text = typeof first === 'string' ? first : (first?.text ?? '');
+      if (!/blob/i.test(text)) texts.push(text.replace(/\s+/g, ' '));
+      return (query as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof query;
+    pg.Client.prototype.query = counting;
+    try {
+      await run();
+    } finally {
+      pg.Client.prototype.query = query;
+    }
+    return texts;
+  }
+
+  // First in the file: no test before it has counted a failed credential in this throttle window, which
+  // would make every request read the window's counts (PERF-21) beside its one statement.
+  it('a GET of the caller\'s own member row is one statement; a PUT and a one-member PATCH two each', async () => {
+    const placed = await placeLocation(operator, { app: tool.app.id, type: 'assessment' });
+    const learner = await launch(operator, { placed, groups: ['student'] });
+    const row = on({ url: operator.url } as Instance, learner.claims.storage.member);
+    const call = async (method: string, body?: unknown): Promise<number> => {
+      const headers: Record<string, string> = { Authorization: learner.auth };
+      if (body !== undefined) headers['Content-Type'] = 'application/json';
+      const response = await fetch(row, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+      await response.arrayBuffer();
+      return response.status;
+    };
+    // Warm: the credential's facts are kept, and an epoch has been read.
+    expect(await call('PUT', { n: 0 })).toBe(204);
+    expect(await call('GET')).toBe(200);
+
+    const get = await statementsOf(async () => expect(await call('GET')).toBe(200));
+    expect(get, get.join('\n')).toHaveLength(1);
+    expect(get[0]).toMatch(/FROM credential_epoch e LEFT JOIN members m .* LEFT JOIN storage_rows r/);
+
+    const put = await statementsOf(async () => expect(await call('PUT', { n: 1 })).toBe(204));
+    expect(put, put.join('\n')).toHaveLength(2);
+    const patch = await statementsOf(async () => expect(await call('PATCH', { patch: [{ op: 'replace', path: '/n', value: 2 }] })).toBe(204));
+    expect(patch, patch.join('\n')).toHaveLength(2);
+    expect(await (await fetch(row, { headers: { Authorization: learner.auth } })).json()).toEqual({ n: 2 });
+
+    // A change of the credentials (here this very instance suspends the tool, so its next request still trusts
+    // the epoch it read before): the trusted GET finds another epoch in its own statement, is run again with
+    // the epoch read first, and is refused.
+    const other = await createTool(operator);
+    const otherPlaced = await placeLocation(operator, { app: other.app.id, type: 'assessment' });
+    const otherLearner = await launch(operator, { placed: otherPlaced, groups: ['student'] });
+    const otherRow = on({ url: operator.url } as Instance, otherLearner.claims.storage.member);
+    const getOther = (): Promise<Response> => fetch(otherRow, { headers: { Authorization: otherLearner.auth } });
+    expect((await getOther()).status).toBe(200);
+    await operator.services.store.apps.setStatus(other.app.id, 'suspended');
+    const refused = await statementsOf(async () => {
+      expect(await detail(await getOther())).toMatchObject({ status: 401, detail: `tool ${other.app.id} is suspended` });
+    });
+    // The trusted statement, then the epoch, the token and the tool read for the request run again.
+    expect(refused[0]).toMatch(/FROM credential_epoch e LEFT JOIN members m/);
+    expect(refused.length).toBeGreaterThan(1);
+  });
+});
+
 describe('two instances on one database', () => {
   it('both answer, on one schema migrated once', async () => {
     for (const instance of both) {
