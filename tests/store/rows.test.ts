@@ -94,6 +94,55 @@ describe.each(STORE_TARGETS)('storage rows ($name)', (target) => {
     }
   });
 
+  it('reads the epoch, the caller\'s membership and the row in one statement for the row guard (PERF-180)', async () => {
+    const { store, done } = await target.fresh();
+    try {
+      const c = await seedCourse(store);
+      const key: RowKey = { appId: c.appId, contextId: c.contextId, kind: 'member', memberId: c.studentMemberId };
+      const epoch = await store.credentialEpoch.read();
+      const unwritten = await store.rows.readForRequest(key, { userId: c.studentUserId, row: true });
+      expect(unwritten).toEqual({ epoch, member: await store.members.find(c.contextId, c.studentUserId), body: null });
+      await store.rows.putRow(key, { a: 1 }, BIG);
+      const read = await store.rows.readForRequest(key, { userId: c.teacherUserId, row: true });
+      expect(read.member?.id).toBe(c.teacherMemberId);
+      expect(read.body).toBe('{"a":1}');
+      // No user, no row asked for: the epoch alone, and a member of no course is none.
+      expect(await store.rows.readForRequest(key, { userId: null, row: false })).toEqual({ epoch, member: null });
+      expect((await store.rows.readForRequest({ ...key, contextId: 'ctx_none' }, { userId: c.studentUserId, row: true })).member).toBeNull();
+      // A change of a tool moves the epoch the statement reads.
+      await store.apps.setStatus(c.appId, 'suspended');
+      expect((await store.rows.readForRequest(key, { userId: null, row: false })).epoch.generation).toBeGreaterThan(epoch.generation);
+    } finally {
+      await done();
+    }
+  });
+
+  it('patches from the text the request read, and from the row as it is when that text is stale (PERF-182)', async () => {
+    const { store, openAnother, done } = await target.fresh();
+    const second = await openAnother();
+    try {
+      const c = await seedCourse(store);
+      const key: RowKey = { appId: c.appId, contextId: c.contextId, kind: 'context' };
+      const add = (name: string): RowPatchFn => (row) => ({ ...row, [name]: true });
+      // Never written, read as such: the patch inserts it.
+      await store.rows.patchRow(key, add('first'), { ...BIG, read: null });
+      const read = await store.rows.getRow(key);
+      // Another writer lands after the read: the write from the stale text misses and the patch reads again.
+      await second.rows.patchRow(key, add('other'), BIG);
+      await store.rows.patchRow(key, add('mine'), { ...BIG, read });
+      expect(JSON.parse(await store.rows.getRow(key))).toEqual({ first: true, other: true, mine: true });
+      // "Never written" when it has been: the insert finds the row and the patch reads it.
+      await store.rows.patchRow(key, add('late'), { ...BIG, read: null });
+      // Concurrent patches of this process, each with the text read before any of them ran: none is lost.
+      const before = await store.rows.getRow(key);
+      await Promise.all(Array.from({ length: 10 }, (_, i) => store.rows.patchRow(key, add(`c${i}`), { ...BIG, read: before })));
+      expect(Object.keys(JSON.parse(await second.rows.getRow(key)) as JsonObject)).toHaveLength(14);
+    } finally {
+      await second.close();
+      await done();
+    }
+  });
+
   it('leaves the row unchanged when the patch function throws', async () => {
     const { store, done } = await target.fresh();
     try {
