@@ -1,6 +1,8 @@
 import { join } from 'node:path';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import {
+  ForeignKeyViolationError,
   InvalidRowBodyError,
   MEMBER_ROW_MAX_BYTES,
   RowTooLargeError,
@@ -139,6 +141,47 @@ describe.each(STORE_TARGETS)('storage rows ($name)', (target) => {
       expect(Object.keys(JSON.parse(await second.rows.getRow(key)) as JsonObject)).toHaveLength(14);
     } finally {
       await second.close();
+      await done();
+    }
+  });
+
+  it('answers each of many concurrent PUTs with its own outcome, the last to arrive landing last (PERF-183)', async () => {
+    const { store, done } = await target.fresh();
+    try {
+      const c = await seedCourse(store);
+      const base = { appId: c.appId, contextId: c.contextId };
+      const one: RowKey = { ...base, kind: 'context' };
+      const member: RowKey = { ...base, kind: 'member', memberId: c.studentMemberId };
+      const nowhere: RowKey = { ...base, contextId: 'ctx_gone', kind: 'context' };
+      const statements: string[] = [];
+      const query = pg.Client.prototype.query;
+      pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+        statements.push(String((args[0] as { text?: string }).text ?? args[0]));
+        return (query as (...a: unknown[]) => unknown).apply(this, args);
+      } as typeof query;
+      try {
+        await Promise.all([...Array.from({ length: 20 }, (_, i) => store.rows.putRow(one, { i }, BIG)), store.rows.putRow(member, { n: 1 }, BIG)]);
+      } finally {
+        pg.Client.prototype.query = query;
+      }
+      expect(await store.rows.getRow(one)).toBe('{"i":19}');
+      expect(await store.rows.getRow(member)).toBe('{"n":1}');
+      // On PostgreSQL the first went alone and the other twenty waited for it and went together.
+      if (store.dialect === 'postgres') expect(statements).toHaveLength(2);
+
+      // One PUT that fails among others: it alone is refused, the others land, the last of one row last.
+      const outcomes = await Promise.allSettled([
+        ...Array.from({ length: 20 }, (_, i) => store.rows.putRow(one, { j: i }, BIG)),
+        store.rows.putRow(nowhere, { lost: true }, BIG),
+        store.rows.putRow(member, { mine: true }, BIG),
+      ]);
+      expect(outcomes.slice(0, 20).every((o) => o.status === 'fulfilled')).toBe(true);
+      expect(outcomes[20]).toMatchObject({ status: 'rejected', reason: expect.any(ForeignKeyViolationError) });
+      expect(outcomes[21]?.status).toBe('fulfilled');
+      expect(await store.rows.getRow(one)).toBe('{"j":19}');
+      expect(await store.rows.getRow(member)).toBe('{"mine":true}');
+      expect(await store.rows.getRecord(nowhere)).toBeNull();
+    } finally {
       await done();
     }
   });

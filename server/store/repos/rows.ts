@@ -1,5 +1,6 @@
 import { schemas } from '../../../generated/2026-09-21/schemas.js';
 import { InvalidRowBodyError, RowTooLargeError } from '../errors.js';
+import { PostgresDriver } from '../postgres.js';
 import type { JsonObject, RepoContext, RowKey, RowKind } from './common.js';
 import { isJsonObject, ROW_KEY_WHERE, rowKeyParams } from './common.js';
 import type { CredentialEpoch } from './credential-epoch.js';
@@ -130,6 +131,36 @@ interface RequestReadRow {
   r_body?: string | null;
 }
 
+/** A PUT waiting for its batch on PostgreSQL (PERF-183). */
+interface PendingPut {
+  readonly id: string;
+  readonly params: readonly [string, string, RowKind, string, string];
+  readonly body: string;
+  readonly size: number;
+  readonly updatedAt: number;
+  readonly resolve: () => void;
+  readonly reject: (err: unknown) => void;
+}
+
+/** At most this many PUTs share one statement; the rest take the next. */
+const PUT_BATCH_MAX = 256;
+
+const UPSERT_ROW = `INSERT INTO storage_rows (app_id, context_id, kind, location_id, member_id, body, size_bytes, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (app_id, context_id, kind, location_id, member_id)
+       DO UPDATE SET body = excluded.body, size_bytes = excluded.size_bytes, updated_at = excluded.updated_at`;
+
+/**
+ * Many rows' upserts as one statement whatever their number: the rows travel as one JSON array, so the text
+ * (one named prepared statement, PERF-130) is the same for a batch of 1 or 256.
+ */
+const UPSERT_ROWS = `INSERT INTO storage_rows (app_id, context_id, kind, location_id, member_id, body, size_bytes, updated_at)
+       SELECT app_id, context_id, kind, location_id, member_id, body, size_bytes, updated_at
+       FROM json_to_recordset(?::json) AS r(app_id text, context_id text, kind text, location_id text, member_id text,
+         body text, size_bytes integer, updated_at bigint)
+       ON CONFLICT (app_id, context_id, kind, location_id, member_id)
+       DO UPDATE SET body = excluded.body, size_bytes = excluded.size_bytes, updated_at = excluded.updated_at`;
+
 /**
  * The four JSON storage rows. Bodies are kept as compact JSON text so a GET returns the stored text
  * untouched (no re-serialization, and the key order of the write, decision GAP-37).
@@ -137,6 +168,9 @@ interface RequestReadRow {
 export class RowsRepo {
   /** PostgreSQL patches of a row by this process, one after another (PERF-51): the tail of each row's queue. */
   readonly #patching = new Map<string, Promise<unknown>>();
+  /** PostgreSQL PUTs that arrived while a batch was being written (PERF-183), in arrival order. */
+  #puts: PendingPut[] = [];
+  #putsInFlight = false;
 
   constructor(private readonly ctx: RepoContext) {}
 
@@ -192,14 +226,70 @@ export class RowsRepo {
 
   /** Replaces the whole row with what `serializeRow` made (which checked it against the caller's limit). */
   async putSerialized(key: RowKey, { body, size }: SerializedRow): Promise<{ size: number }> {
-    await this.ctx.db.run(
-      `INSERT INTO storage_rows (app_id, context_id, kind, location_id, member_id, body, size_bytes, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (app_id, context_id, kind, location_id, member_id)
-       DO UPDATE SET body = excluded.body, size_bytes = excluded.size_bytes, updated_at = excluded.updated_at`,
-      [...rowKeyParams(key), body, size, this.ctx.clock.nowMs()],
-    );
+    const params = rowKeyParams(key);
+    const updatedAt = this.ctx.clock.nowMs();
+    if (this.ctx.db instanceof PostgresDriver) {
+      await new Promise<void>((resolve, reject) => {
+        this.#puts.push({ id: params.join('\u0000'), params, body, size, updatedAt, resolve, reject });
+        this.#writePuts();
+      });
+    } else {
+      await this.ctx.db.run(UPSERT_ROW, [...params, body, size, updatedAt]);
+    }
     return { size };
+  }
+
+  /**
+   * PostgreSQL's PUTs outside a transaction, grouped (PERF-183): while one statement is in flight the
+   * PUTs that arrive wait, then go together in the next, one statement and one commit (one WAL flush, with
+   * `synchronous_commit` on) for all of them. With none in flight a PUT goes at once, alone. Each PUT is
+   * answered when the statement that holds it has committed, never before. Two PUTs of one row in one
+   * statement: the later one's text is written (PostgreSQL's upsert cannot touch a row twice), as if they
+   * had run one after the other in the order they arrived; a later arrival never goes in an earlier
+   * statement. Rows are written in key order, so two instances' batches lock shared rows in one order. If
+   * the statement fails, each PUT of it is written again alone, in arrival order, and answered with its
+   * own outcome: one PUT's error is never another's.
+   */
+  #writePuts(): void {
+    if (this.#putsInFlight || this.#puts.length === 0) return;
+    const batch = this.#puts.splice(0, PUT_BATCH_MAX);
+    this.#putsInFlight = true;
+    void this.#writeBatch(batch).finally(() => {
+      this.#putsInFlight = false;
+      this.#writePuts();
+    });
+  }
+
+  async #writeBatch(batch: readonly PendingPut[]): Promise<void> {
+    const db = this.ctx.db;
+    const only = batch.length === 1 ? batch[0] : undefined;
+    if (only) {
+      await db.run(UPSERT_ROW, [...only.params, only.body, only.size, only.updatedAt]).then(only.resolve, only.reject);
+      return;
+    }
+    const latest = new Map<string, PendingPut>();
+    for (const put of batch) latest.set(put.id, put);
+    const rows = [...latest.values()]
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      .map(({ params: [app_id, context_id, kind, location_id, member_id], body, size, updatedAt }) => ({
+        app_id,
+        context_id,
+        kind,
+        location_id,
+        member_id,
+        body,
+        size_bytes: size,
+        updated_at: updatedAt,
+      }));
+    try {
+      await db.run(UPSERT_ROWS, [JSON.stringify(rows)]);
+    } catch {
+      for (const put of batch) {
+        await db.run(UPSERT_ROW, [...put.params, put.body, put.size, put.updatedAt]).then(put.resolve, put.reject);
+      }
+      return;
+    }
+    for (const put of batch) put.resolve();
   }
 
   /**
@@ -334,13 +424,7 @@ export class RowsRepo {
       }
       const current = await tx.get<{ body: string }>(`SELECT body FROM storage_rows WHERE ${ROW_KEY_WHERE}${tx.forUpdate}`, params);
       const { body, size } = serializeRow(fn(parseStored(current?.body ?? EMPTY_ROW)), maxBytes);
-      await tx.run(
-        `INSERT INTO storage_rows (app_id, context_id, kind, location_id, member_id, body, size_bytes, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT (app_id, context_id, kind, location_id, member_id)
-         DO UPDATE SET body = excluded.body, size_bytes = excluded.size_bytes, updated_at = excluded.updated_at`,
-        [...params, body, size, now],
-      );
+      await tx.run(UPSERT_ROW, [...params, body, size, now]);
       return { body, size, updatedAt: now };
     });
   }
