@@ -119,7 +119,7 @@ describe.each(STORE_TARGETS)('storage rows ($name)', (target) => {
     }
   });
 
-  it('patches from the text the request read, and from the row as it is when that text is stale (PERF-182)', async () => {
+  it('patches from the text the request read, and from the row as it is when that text is stale (PERF-182, PERF-184)', async () => {
     const { store, openAnother, done } = await target.fresh();
     const second = await openAnother();
     try {
@@ -135,10 +135,28 @@ describe.each(STORE_TARGETS)('storage rows ($name)', (target) => {
       expect(JSON.parse(await store.rows.getRow(key))).toEqual({ first: true, other: true, mine: true });
       // "Never written" when it has been: the insert finds the row and the patch reads it.
       await store.rows.patchRow(key, add('late'), { ...BIG, read: null });
-      // Concurrent patches of this process, each with the text read before any of them ran: none is lost.
+      // Concurrent patches of this process, each with the text read before any of them ran: none is lost,
+      // and on PostgreSQL each starts from the text the one before it wrote (PERF-184): one statement each.
       const before = await store.rows.getRow(key);
-      await Promise.all(Array.from({ length: 10 }, (_, i) => store.rows.patchRow(key, add(`c${i}`), { ...BIG, read: before })));
+      const statements: string[] = [];
+      const query = pg.Client.prototype.query;
+      pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+        statements.push(String((args[0] as { text?: string }).text ?? args[0]));
+        return (query as (...a: unknown[]) => unknown).apply(this, args);
+      } as typeof query;
+      try {
+        await Promise.all(Array.from({ length: 10 }, (_, i) => store.rows.patchRow(key, add(`c${i}`), { ...BIG, read: before })));
+      } finally {
+        pg.Client.prototype.query = query;
+      }
       expect(Object.keys(JSON.parse(await second.rows.getRow(key)) as JsonObject)).toHaveLength(14);
+      if (store.dialect === 'postgres') expect(statements.map((text) => text.split(' ')[0])).toEqual(Array(10).fill('UPDATE'));
+      // A patch that wrote nothing (its function refused) leaves the next one to read the row.
+      const refused = store.rows.patchRow(key, () => { throw new Error('refused'); }, { ...BIG, read: before });
+      const after = store.rows.patchRow(key, add('after'), { ...BIG, read: before });
+      await expect(refused).rejects.toThrow('refused');
+      await after;
+      expect(Object.keys(JSON.parse(await store.rows.getRow(key)) as JsonObject)).toHaveLength(15);
     } finally {
       await second.close();
       await done();

@@ -167,7 +167,8 @@ const UPSERT_ROWS = `INSERT INTO storage_rows (app_id, context_id, kind, locatio
  */
 export class RowsRepo {
   /** PostgreSQL patches of a row by this process, one after another (PERF-51): the tail of each row's queue. */
-  readonly #patching = new Map<string, Promise<unknown>>();
+  /** Each resolves to the text its patch wrote, or undefined if it wrote nothing (PERF-184). */
+  readonly #patching = new Map<string, Promise<string | undefined>>();
   /** PostgreSQL PUTs that arrived while a batch was being written (PERF-183), in arrival order. */
   #puts: PendingPut[] = [];
   #putsInFlight = false;
@@ -311,8 +312,8 @@ export class RowsRepo {
       /**
        * The row's stored text (null: no row) as a statement of this request read it moments ago
        * (`readForRequest`). On PostgreSQL the first conditional write starts from it instead of reading
-       * again (PERF-182), when no patch of this process is queued on the row: a stale text only makes
-       * that write miss and read again.
+       * again (PERF-182), when no patch of this process is queued on the row (behind one, from the text
+       * that one wrote, PERF-184): a stale text only makes that write miss and read again.
        */
       read?: string | null | undefined;
     },
@@ -327,17 +328,26 @@ export class RowsRepo {
     }
     // This process's patches of one row wait for each other rather than race: only another instance's
     // write can make the conditional write miss.
-    const params = rowKeyParams(key);
-    const id = params.join('\u0000');
-    // Behind another patch of this process, the text read before queueing is that patch's before-image.
-    const read = this.#patching.has(id) ? undefined : options.read;
-    return this.#inRowOrder(id, () => this.#patchOptimistic(key, fn, options.maxBytes, read));
+    const id = rowKeyParams(key).join('\u0000');
+    return this.#inRowOrder(id, options.read, (start) => this.#patchOptimistic(key, fn, options.maxBytes, start));
   }
 
-  async #inRowOrder<T>(id: string, run: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `run` after this process's patches of the row queued before it. It starts from `read` when none
+   * is queued; behind one, `read` is that patch's before-image, so it starts from the text that patch
+   * wrote instead (PERF-184), or reads the row if that patch wrote nothing.
+   */
+  async #inRowOrder(
+    id: string,
+    read: string | null | undefined,
+    run: (start: string | null | undefined) => Promise<RowRecord>,
+  ): Promise<RowRecord> {
     const before = this.#patching.get(id);
-    const mine = before ? before.then(run, run) : run();
-    const tail = mine.catch(() => undefined);
+    const mine = before ? before.then(run) : run(read);
+    const tail = mine.then(
+      (record) => record.body,
+      () => undefined,
+    );
     this.#patching.set(id, tail);
     try {
       return await mine;
