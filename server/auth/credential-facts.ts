@@ -33,6 +33,8 @@ export interface EpochHolder {
   unconfirmedEpoch?: CredentialEpoch | 'stale';
   /** This request may not take the epoch on trust (it is being run again after a stale one). */
   noTrustedEpoch?: boolean;
+  /** Something of this request was judged by the trusted epoch, so it must be confirmed, not just dropped. */
+  trustedEpochUsed?: boolean;
 }
 
 /**
@@ -80,6 +82,10 @@ export class CredentialFacts {
    * about once per round trip rather than once per request.
    */
   epoch(holder: EpochHolder): Promise<CredentialEpoch> {
+    if (holder.credentialEpoch === undefined && typeof holder.unconfirmedEpoch === 'object') {
+      holder.trustedEpochUsed = true;
+      holder.credentialEpoch = Promise.resolve(holder.unconfirmedEpoch);
+    }
     holder.credentialEpoch ??= this.readEpoch().then((epoch) => {
       this.observe(epoch);
       return epoch;
@@ -98,7 +104,6 @@ export class CredentialFacts {
   trustLatest(holder: EpochHolder): boolean {
     if (this.latest === null || holder.noTrustedEpoch || holder.credentialEpoch) return false;
     holder.unconfirmedEpoch = this.latest;
-    holder.credentialEpoch = Promise.resolve(this.latest);
     return true;
   }
 
@@ -124,6 +129,12 @@ export class CredentialFacts {
     const trusted = holder.unconfirmedEpoch;
     if (trusted === undefined) return;
     if (trusted === 'stale') throw new StaleCredentialEpochError();
+    if (!holder.trustedEpochUsed) {
+      // Nothing was judged by it (a request without a credential): no read is owed, the trust just ends.
+      if (read) this.observe(read);
+      delete holder.unconfirmedEpoch;
+      return;
+    }
     const epoch = read ?? (await this.readEpoch());
     this.observe(epoch);
     if (holder.unconfirmedEpoch !== trusted) return; // confirmed meanwhile by another path of this request
@@ -138,6 +149,7 @@ export class CredentialFacts {
   restart(holder: EpochHolder & { credentialStore?: unknown }): void {
     delete holder.credentialEpoch;
     delete holder.unconfirmedEpoch;
+    delete holder.trustedEpochUsed;
     delete holder.credentialStore;
     holder.noTrustedEpoch = true;
   }
