@@ -16,6 +16,7 @@
  *   is the only way to reach that transaction and is dead once it ends.
  */
 import { UnstorableTextError } from './errors.js';
+import type { PipelinedTransaction } from './pg-batch.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -57,6 +58,11 @@ export interface RootDriver extends Driver {
    * so a write may as well wait for it before committing (PERF-141). Absent, or null, otherwise.
    */
   syncRunning?(): Promise<void> | null;
+  /**
+   * PostgreSQL: `fn` with a connection of its own whose transaction is sent in few exchanges, BEGIN with
+   * its first statements and COMMIT with its last (PERF-170). Absent on SQLite, where a statement is a call.
+   */
+  pipelined?<T>(fn: (tx: PipelinedTransaction) => Promise<T>): Promise<T>;
   /** A connection pool's state for the metrics (OPS-12): PostgreSQL's; absent for SQLite, which has none. */
   poolStats?(): PoolStats;
 }
