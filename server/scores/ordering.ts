@@ -27,6 +27,12 @@ type Orderable = Pick<Store, 'driver' | 'pipelined'>;
  * publication needs others, so they must not take the whole pool (default 10 connections).
  */
 export const MAX_LOCKED_PUBLICATIONS = 4;
+/**
+ * With the pair's transaction pipelined on the lock's own connection (PERF-171), a warm publication needs no
+ * second connection while it holds one, so all but these of the pool may hold a pair (PERF-174): the rest
+ * serve the guard's and the credential's reads and a publication's colder reads (a token's signing key).
+ */
+export const CONNECTIONS_LEFT_TO_OTHERS = 2;
 
 class Semaphore {
   #free: number;
@@ -89,7 +95,8 @@ export function inSubmittedOrder<T>(
 function underLock<T>(store: Orderable, key: string, fn: (pair: PairTransaction | null) => Promise<T>): Promise<T> {
   let holders = lockHolders.get(store);
   if (!holders) {
-    holders = new Semaphore(MAX_LOCKED_PUBLICATIONS);
+    const pool = store.pipelined ? store.driver.poolStats?.().max : undefined;
+    holders = new Semaphore(pool === undefined ? MAX_LOCKED_PUBLICATIONS : Math.max(1, pool - CONNECTIONS_LEFT_TO_OTHERS));
     lockHolders.set(store, holders);
   }
   const { pipelined } = store;
