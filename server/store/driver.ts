@@ -16,7 +16,6 @@
  *   is the only way to reach that transaction and is dead once it ends.
  */
 import { UnstorableTextError } from './errors.js';
-import type { PipelinedTransaction } from './pg-batch.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -65,6 +64,35 @@ export interface RootDriver extends Driver {
   pipelined?<T>(fn: (tx: PipelinedTransaction) => Promise<T>): Promise<T>;
   /** A connection pool's state for the metrics (OPS-12): PostgreSQL's; absent for SQLite, which has none. */
   poolStats?(): PoolStats;
+}
+
+export interface BatchStatement {
+  sql: string;
+  params?: readonly SqlParam[];
+  /** The rows as arrays of column values in the SELECT's order (a wide joined row, PERF-140). */
+  arrays?: boolean;
+}
+
+export interface BatchResult {
+  /** Row objects, or arrays when the statement asked for `arrays`. */
+  rows: unknown[];
+  /** Rows inserted, updated, deleted or returned. */
+  rowCount: number;
+}
+
+/**
+ * One transaction on a connection of its own, sent in few exchanges (PostgreSQL, `pg-batch.ts`, PERF-170):
+ * BEGIN with the first statements, COMMIT with the last.
+ */
+export interface PipelinedTransaction {
+  /** Begins the transaction and runs `statements` in it, in one exchange; answers their results. */
+  open(statements: readonly BatchStatement[]): Promise<BatchResult[]>;
+  /** More statements inside the open transaction, in one exchange. */
+  run(statements: readonly BatchStatement[]): Promise<BatchResult[]>;
+  /** `statements` and COMMIT, in one exchange; a failure rolls everything back and is thrown. */
+  commit(statements: readonly BatchStatement[]): Promise<BatchResult[]>;
+  /** Undoes the transaction, if one is open. */
+  rollback(): Promise<void>;
 }
 
 export interface PoolStats {

@@ -43,7 +43,7 @@ import type { PostgresDriverOptions } from './postgres.js';
 import { SqliteDriver } from './sqlite.js';
 import type { Clock } from './time.js';
 import { systemClock } from './time.js';
-import type { PipelinedStore } from './pipelined-store.js';
+import type { PipelinedStore as PipelinedStoreOf } from './pipelined-store.js';
 import { pipelinedStore } from './pipelined-store.js';
 
 export interface Repositories {
@@ -219,8 +219,9 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
 }
 
 export type { Dialect, Driver, RootDriver, RunResult, SqlParam } from './driver.js';
-export type { PipelinedStore } from './pipelined-store.js';
-export type { BatchResult, BatchStatement } from './pg-batch.js';
+/** PostgreSQL's pipelined transaction with the repositories (PERF-170). */
+export type PipelinedStore = PipelinedStoreOf<Repositories>;
+export type { BatchResult, BatchStatement } from './driver.js';
 export { normalizeParams, rowValues, toPostgresPlaceholders } from './driver.js';
 export * from './errors.js';
 export { SqliteDriver } from './sqlite.js';

@@ -12,23 +12,9 @@
  */
 import { createRequire } from 'node:module';
 import type pg from 'pg';
-import type { SqlParam } from './driver.js';
+import type { BatchResult, BatchStatement, PipelinedTransaction as Pipelined } from './driver.js';
 import { normalizeParams, toPostgresPlaceholders } from './driver.js';
 import { statementConfig } from './pg-statements.js';
-
-export interface BatchStatement {
-  sql: string;
-  params?: readonly SqlParam[];
-  /** The rows as arrays of column values in the SELECT's order (a wide joined row, PERF-140). */
-  arrays?: boolean;
-}
-
-export interface BatchResult {
-  /** Row objects, or arrays when the statement asked for `arrays`. */
-  rows: unknown[];
-  /** Rows inserted, updated, deleted or returned. */
-  rowCount: number;
-}
 
 interface PgResult {
   rows: unknown[];
@@ -207,7 +193,7 @@ export function runBatch(client: pg.ClientBase, statements: readonly BatchStatem
  * last statements with COMMIT. A failure rolls back; a connection whose state is unknown is `broken` and
  * must be destroyed instead of pooled again.
  */
-export class PipelinedTransaction {
+export class PipelinedTransaction implements Pipelined {
   broken = false;
   #open = false;
   #ended = false;

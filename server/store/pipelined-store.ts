@@ -4,12 +4,11 @@
  * one statement at a time but collected and sent with COMMIT in one exchange. The repositories stay the one
  * place their SQL is written; only when it reaches PostgreSQL changes.
  */
-import type { Driver, RunResult, SqlParam } from './driver.js';
-import type { BatchResult, BatchStatement, PipelinedTransaction } from './pg-batch.js';
+import type { BatchResult, BatchStatement, Driver, PipelinedTransaction, RunResult, SqlParam } from './driver.js';
 import type { Clock } from './time.js';
-import type { Repositories } from './index.js';
 
-export interface PipelinedStore {
+/** `R`: the repositories (`Repositories` of `index.ts`, which builds this). */
+export interface PipelinedStore<R> {
   readonly clock: Clock;
   /** BEGIN and `statements`, in one exchange. */
   open(statements: readonly BatchStatement[]): Promise<BatchResult[]>;
@@ -19,7 +18,7 @@ export interface PipelinedStore {
    * `write` against repositories whose writes are collected, then sent with COMMIT in one exchange. It may
    * only write (a read would need its answer before the exchange): a read throws. Answers what `write` did.
    */
-  commit<T>(write: (tx: Repositories) => Promise<T>): Promise<T>;
+  commit<T>(write: (tx: R) => Promise<T>): Promise<T>;
 }
 
 /** A driver that keeps each write for later and refuses reads; `changes` answers 1 (none is read). */
@@ -46,11 +45,11 @@ class DeferredWrites implements Driver {
   }
 }
 
-export function pipelinedStore(
+export function pipelinedStore<R>(
   tx: PipelinedTransaction,
   clock: Clock,
-  repositoriesOf: (db: Driver, clock: Clock) => Repositories,
-): PipelinedStore {
+  repositoriesOf: (db: Driver, clock: Clock) => R,
+): PipelinedStore<R> {
   return {
     clock,
     open: (statements) => tx.open(statements),
