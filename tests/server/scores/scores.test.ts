@@ -244,6 +244,25 @@ describe('submit a score: round trips to PostgreSQL (issue 30, PERF-170 to PERF-
   });
 });
 
+describe('submit a score: the facts are decided as of the score (PERF-172)', () => {
+  it("a staff member demoted since the last score the instance allowed is refused, and nothing is published", async () => {
+    const placed = await placeLocation(server, { app: tool.app.id, course: { contextId: quiz.context.id }, type: 'assessment' });
+    const teacher = await launch(server, { placed, groups: ['instructor'] });
+    const learner = await launch(server, { placed, groups: ['student'] });
+    const url = contextsUrl(placed, learner.member.id);
+    // Allowed: on PostgreSQL the instance now keeps these facts for the next score of the pair.
+    expect((await attemptOf(await post(url, teacher.auth, { score: 0.5 }))).status).toBe('success');
+    // Changed in the store, as another instance's launch would: no instance is told.
+    await server.services.store.members.upsert({ contextId: placed.context.id, userId: teacher.user.id, groups: ['student'] });
+    const refused = await post(url, teacher.auth, { score: 0.6 });
+    expect(refused.status).toBe(403);
+    expect(await problemOf(refused)).toMatchObject({ code: 'not_own_member' });
+    const recorded = await attemptsOf(placed, learner.member.id);
+    expect(recorded).toHaveLength(1);
+    expect((await gradebookScore(placed, learner.member.id)).score?.timestamp).toBe(recorded[0]?.submitted);
+  });
+});
+
 describe('submit a score: submitted is strictly later on every attempt', () => {
   it('for 200 rapid submissions of one member at one location (microsecond strings)', async () => {
     const placed = await placeLocation(server, { app: tool.app.id, course: { contextId: quiz.context.id }, type: 'assessment' });
