@@ -101,6 +101,12 @@ export function authorizeScore(
   return { allowed: true, sourceType: 'session', sourceId: principal.token.userId };
 }
 
+/** What `authorizeScore` decides on, out of the score's joined read. */
+export function factsOf(read: ScoreRead): ScoreFacts {
+  const memberInContext = read.member !== null;
+  return { memberInContext, placed: memberInContext && read.placed, callerMember: read.callerMember };
+}
+
 /**
  * Looks up the facts `authorizeScore` decides on, in the one statement that also reads what the score is
  * published against (PERF-70): the score path reads each row once per request, and the guard still
@@ -111,10 +117,49 @@ export async function loadScoreFacts(
   principal: Principal,
   target: ScoreTarget,
 ): Promise<ScoreFacts & { read: ScoreRead }> {
-  const callerUserId = principal.kind === 'session' ? principal.token.userId : null;
-  const read = await store.placements.scoreRead(target.contextId, target.appId, target.locationId, target.memberId, callerUserId);
-  const memberInContext = read.member !== null;
-  return { memberInContext, placed: memberInContext && read.placed, callerMember: read.callerMember, read };
+  const read = await store.placements.scoreRead(target.contextId, target.appId, target.locationId, target.memberId, callerUserIdOf(principal));
+  return { ...factsOf(read), read };
+}
+
+function callerUserIdOf(principal: Principal): string | null {
+  return principal.kind === 'session' ? principal.token.userId : null;
+}
+
+/**
+ * The facts of scores this instance allowed, by what the request names (PostgreSQL only, decision PERF-172).
+ * The guard decides on them before the body is read, without a round trip; the score's transaction reads
+ * them again in its first exchange (`submitScore`'s recheck) and decides on that read, which replaces or
+ * drops the kept one. So what is published, and whether, is always decided as of the transaction, in every
+ * instance; kept facts only spare the guard its statement. Refusals are never kept (a newly placed
+ * location, a new member are seen at once).
+ */
+const MAX_KEPT_FACTS = 4_096;
+const keptFacts = new WeakMap<object, Map<string, ScoreRead>>();
+
+function keptOf(store: object): Map<string, ScoreRead> {
+  let kept = keptFacts.get(store);
+  if (!kept) {
+    kept = new Map();
+    keptFacts.set(store, kept);
+  }
+  return kept;
+}
+
+function factsKey(target: ScoreTarget, callerUserId: string | null): string {
+  return `${target.contextId}\n${target.appId}\n${target.locationId}\n${target.memberId}\n${callerUserId ?? ''}`;
+}
+
+/** Keeps the facts of an allowed score (or forgets them, `null`): the transaction's fresh read, or the guard's. */
+export function keepScoreFacts(store: object, target: ScoreTarget, callerUserId: string | null, read: ScoreRead | null): void {
+  const kept = keptOf(store);
+  const key = factsKey(target, callerUserId);
+  if (read === null) {
+    kept.delete(key);
+    return;
+  }
+  // A bound on memory, not a policy: past it the instance starts over.
+  if (kept.size >= MAX_KEPT_FACTS && !kept.has(key)) kept.clear();
+  kept.set(key, read);
 }
 
 export interface ScoreGuardResult {
@@ -127,6 +172,13 @@ export interface ScoreGuardResult {
   member: MemberRecord | null;
   /** What the score is published against, read with the guard's facts (PERF-70). */
   scored: ScoreRead['scored'];
+  /**
+   * The facts were this instance's kept ones (PERF-172), not read for this request: the score's transaction
+   * reads them again and decides on that read.
+   */
+  kept: boolean;
+  /** The session's user whose membership the facts hold (null for an API key). */
+  callerUserId: string | null;
 }
 
 type ScorePathParams = { context_id: string; app_id: string; location_id: string; member_id: string };
@@ -143,17 +195,28 @@ export function scoreGuard<Op extends { parameters: { path: ScorePathParams } }>
       locationId: params.location_id,
       memberId: params.member_id,
     };
-    const facts = await loadScoreFacts(ctx.services.store, ctx.principal, target);
-    const decision = authorizeScore(ctx.principal, target, form, facts);
-    if (!decision.allowed) throw decision.problem;
+    const store = ctx.services.store;
+    const callerUserId = callerUserIdOf(ctx.principal);
+    // Kept facts only where the transaction reads them again in its first exchange (PostgreSQL).
+    const keeps = store.pipelined !== undefined;
+    const kept = keeps ? keptOf(store).get(factsKey(target, callerUserId)) : undefined;
+    const read = kept ?? (await loadScoreFacts(store, ctx.principal, target)).read;
+    const decision = authorizeScore(ctx.principal, target, form, factsOf(read));
+    if (!decision.allowed) {
+      if (keeps) keepScoreFacts(store, target, callerUserId, null);
+      throw decision.problem;
+    }
+    if (keeps && !kept) keepScoreFacts(store, target, callerUserId, read);
     return {
       target,
       form,
       principal: ctx.principal,
       sourceType: decision.sourceType,
       sourceId: decision.sourceId,
-      member: facts.read.member,
-      scored: facts.read.scored,
+      member: read.member,
+      scored: read.scored,
+      kept: kept !== undefined,
+      callerUserId,
     };
   };
 }

@@ -4,7 +4,8 @@
  * only after the commit that holds it (and, on SQLite, that commit's fsync); what changes is that the
  * scores whose LMS answers arrived in the same turn of the event loop share one `BEGIN IMMEDIATE`/`COMMIT`
  * (SQLite: one append of the WAL's pages, where each attempt appended the same b-tree pages again;
- * PostgreSQL: one round trip for BEGIN and COMMIT) instead of each paying its own.
+ * PostgreSQL: one round trip for BEGIN and COMMIT) instead of each paying its own. A store with pipelined
+ * transactions (PostgreSQL) writes the attempt with its pair's own COMMIT instead (`publish.ts`, PERF-171).
  *
  * A write that throws must fail alone: the shared transaction is rolled back and each write of it runs
  * again in a transaction of its own, so the others are kept and the one that threw answers its own error.

@@ -10,6 +10,9 @@ import { Problem } from '../http/problem.js';
 import { loadBundledSpec } from '../http/spec.js';
 import { sha256Hex } from '../store/ids.js';
 import type { AttemptRecord, Repositories, Store } from '../store/index.js';
+import type { IdempotencyRecord, IdempotencyRow } from '../store/repos/score-idempotency.js';
+import { claimStatement, heldStatement, toIdempotencyRecord } from '../store/repos/score-idempotency.js';
+import type { AttemptToPublish } from './publish.js';
 import type { GradeAttemptJson } from './submit.js';
 import { attemptJson } from './submit.js';
 
@@ -83,21 +86,50 @@ async function sweepNowAndThen(store: Store): Promise<void> {
   await store.scoreIdempotency.sweep(IDEMPOTENCY_KEPT_MS);
 }
 
+/** The claim sent in the score transaction's first exchange on PostgreSQL (PERF-173). */
+export type PairClaim = NonNullable<AttemptToPublish['claim']>;
+
+/** Thrown from inside the pair's transaction when the key is held: nothing was published, all is rolled back. */
+class KeyHeld extends Error {
+  constructor(readonly held: IdempotencyRecord | null) {
+    super('the Idempotency-Key is held');
+  }
+}
+
+const STALE = { keptMs: IDEMPOTENCY_KEPT_MS, unfinishedMs: IDEMPOTENCY_UNFINISHED_MS };
+
 export async function submitOnce(
   store: Store,
   claim: { appId: string; key: string; fingerprint: string },
-  submit: (recordKey: RecordKey) => Promise<GradeAttemptJson>,
+  submit: (recordKey: RecordKey, inPair?: PairClaim) => Promise<GradeAttemptJson>,
 ): Promise<IdempotentAnswer> {
   await sweepNowAndThen(store);
-  const claimed = await store.scoreIdempotency.claim(claim.appId, claim.key, claim.fingerprint, {
-    keptMs: IDEMPOTENCY_KEPT_MS,
-    unfinishedMs: IDEMPOTENCY_UNFINISHED_MS,
-  });
+  const recordKey: RecordKey = (tx, recorded) => tx.scoreIdempotency.complete(claim.appId, claim.key, recorded.id);
+  if (store.pipelined) {
+    // PostgreSQL: claimed in the score's own transaction, after its lock and facts (PERF-173); a key held
+    // stops it before anything is published, and a refusal or failure rolls the claim back with it.
+    const inPair: PairClaim = {
+      statements: (clock) => [claimStatement(clock, claim.appId, claim.key, claim.fingerprint, STALE)],
+      settle: async ([claimed], pair) => {
+        if ((claimed?.rowCount ?? 0) > 0) return;
+        const [held] = await pair.run([heldStatement(claim.appId, claim.key)]);
+        const row = held?.rows[0] as IdempotencyRow | undefined;
+        throw new KeyHeld(row ? toIdempotencyRecord(row) : null);
+      },
+    };
+    try {
+      return { attempt: await submit(recordKey, inPair), replayed: false };
+    } catch (err) {
+      if (!(err instanceof KeyHeld)) throw err;
+      return answerHeld(store, claim, err.held ?? { appId: claim.appId, key: claim.key, fingerprint: claim.fingerprint, attemptId: null, createdAt: 0 });
+    }
+  }
+  const claimed = await store.scoreIdempotency.claim(claim.appId, claim.key, claim.fingerprint, STALE);
   if (claimed.claimed) {
     let attempt: GradeAttemptJson;
     try {
       // The key names the attempt from the attempt's own commit on (one transaction, PERF-40).
-      attempt = await submit((tx, recorded) => tx.scoreIdempotency.complete(claim.appId, claim.key, recorded.id));
+      attempt = await submit(recordKey);
     } catch (err) {
       // Refused before anything was published: the key was not used.
       await store.scoreIdempotency.release(claim.appId, claim.key);
@@ -105,7 +137,11 @@ export async function submitOnce(
     }
     return { attempt, replayed: false };
   }
-  const { held } = claimed;
+  return answerHeld(store, claim, claimed.held);
+}
+
+/** A key another request holds: the same request is answered its first attempt, another one refused. */
+async function answerHeld(store: Store, claim: { key: string; fingerprint: string }, held: IdempotencyRecord): Promise<IdempotentAnswer> {
   if (held.fingerprint !== claim.fingerprint) {
     throw new Problem(422, 'idempotency_key_reused', IDEMPOTENCY_MESSAGES.reused(claim.key));
   }

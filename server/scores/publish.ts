@@ -14,10 +14,13 @@
  * supersedes. The alternative (a pending row completed afterwards) would update attempts.
  */
 import type { Logger } from '../http/log.js';
-import type { AttemptRecord, AttemptSourceType, Repositories, Store } from '../store/index.js';
+import type { AttemptRecord, AttemptSourceType, BatchResult, BatchStatement, Repositories, Store } from '../store/index.js';
+import { nextPublicationOf, nextPublicationStatement } from '../store/repos/attempts.js';
 import type { Publication, PublicationOutcome, Publisher } from './publisher.js';
 import { failed, pointsOf } from './publisher.js';
 import { inSubmittedOrder } from './ordering.js';
+import type { PairTransaction } from './ordering.js';
+import type { Clock } from '../store/time.js';
 import { writeWithOthers } from './attempt-writes.js';
 import type { ScoreSubmission } from './validate.js';
 
@@ -45,6 +48,21 @@ export interface AttemptToPublish {
   logFields?: Readonly<Record<string, unknown>>;
   /** Writes what the caller keeps about the attempt (an `Idempotency-Key`'s answer) in the attempt's own transaction. */
   onRecorded?: (tx: Repositories, attempt: AttemptRecord) => Promise<void>;
+  /**
+   * On PostgreSQL's pair transaction (PERF-171), reads sent with its first exchange, and the records made
+   * from their results, which replace `records` (or refuse the score, by throwing, before anything is
+   * published): the guard decided on facts this instance kept (PERF-172), and these are read as of the
+   * transaction. Unused on SQLite, whose guard read its facts for this request.
+   */
+  recheck?: { statements: readonly BatchStatement[]; records(results: BatchResult[]): Promise<ScoredRecords> };
+  /**
+   * On PostgreSQL's pair transaction, the caller's claim (an `Idempotency-Key`, PERF-173) sent in its first
+   * exchange; `settle` throws to stop the publication (the key is held), rolling the transaction back.
+   */
+  claim?: {
+    statements(clock: Clock): readonly BatchStatement[];
+    settle(results: BatchResult[], pair: PairTransaction): Promise<void>;
+  };
 }
 
 /**
@@ -59,6 +77,8 @@ export interface PublishedAttempt<K = undefined> {
   outcome: PublicationOutcome;
   /** The instant the score was published with and the attempt recorded at. */
   instant: SubmittedInstant;
+  /** The records it was published against (`recheck`'s when given). */
+  records: ScoredRecords;
   kept: K;
 }
 
@@ -70,14 +90,41 @@ export async function publishAttempt<K>(
   onReserved?: OnReserved<K>,
 ): Promise<PublishedAttempt<K | undefined>> {
   const { store } = deps;
-  const { records, submission } = input;
-  const { member, location, placement } = records;
+  const { submission } = input;
+  const { member, location } = input.records;
   // Instant, publication and attempt in one queue per member and location, so the LMS receives the
   // scores in `submitted` order (LTI-16) and the next one's instant is read after this one's attempt.
-  const { attempt, instant, kept, outcome } = await inSubmittedOrder(store, member.id, location.id, async () => {
+  const { attempt, instant, kept, outcome, records } = await inSubmittedOrder(store, member.id, location.id, async (pair) => {
     // The instant and, for a score without `max_score`, the column's points, in one statement (PERF-49).
-    const { columnPoints, ...next } = await store.attempts.nextPublication(member.id, location.id, submission.maxScore === null ? placement.id : null);
-    const { instant, kept } = onReserved ? await onReserved(next) : { instant: next, kept: undefined };
+    let records = input.records;
+    const pointsColumn = (placementId: string): string | null => (submission.maxScore === null ? placementId : null);
+    type NextRow = Parameters<typeof nextPublicationOf>[0];
+    let next: ReturnType<typeof nextPublicationOf>;
+    if (pair) {
+      // BEGIN, the pair's lock, the instant and points, and the records' own read: one exchange (PERF-171).
+      const first = nextPublicationStatement(member.id, location.id, pointsColumn(records.placement.id));
+      const rechecks = input.recheck?.statements ?? [];
+      const claims = input.claim?.statements(pair.clock) ?? [];
+      const [instantRead, ...rest] = await pair.open([first, ...rechecks, ...claims]);
+      next = nextPublicationOf(instantRead?.rows[0] as NextRow, pair.clock);
+      const rechecked = rest.slice(0, rechecks.length);
+      if (input.recheck) {
+        const fresh = await input.recheck.records(rechecked);
+        if (fresh.placement.id !== records.placement.id && submission.maxScore === null) {
+          // Another column than the kept facts named (placements changed meanwhile): its own points.
+          const again = nextPublicationStatement(member.id, location.id, fresh.placement.id);
+          next = nextPublicationOf((await pair.run([again]))[0]?.rows[0] as NextRow, pair.clock);
+        }
+        records = fresh;
+      }
+      // After the facts, as the guard's answers come before the key's (GAP-23, H-07).
+      if (input.claim) await input.claim.settle(rest.slice(rechecks.length), pair);
+    } else {
+      next = await store.attempts.nextPublication(member.id, location.id, pointsColumn(records.placement.id));
+    }
+    const { columnPoints, ...reserved } = next;
+    const { placement } = records;
+    const { instant, kept } = onReserved ? await onReserved(reserved) : { instant: reserved, kept: undefined };
     let outcome: PublicationOutcome;
     try {
       outcome = await deps.publisher.publish({
@@ -101,8 +148,7 @@ export async function publishAttempt<K>(
       });
       outcome = failed('the publication failed inside the service; nothing is known to have reached the LMS');
     }
-    // In one transaction with the attempts of the other scores answered in this turn (PERF-101).
-    const attempt = await writeWithOthers(store, async (tx) => {
+    const write = async (tx: Repositories): Promise<AttemptRecord> => {
       const written = await tx.attempts.record({
         appId: records.app.id,
         contextId: records.context.id,
@@ -123,8 +169,11 @@ export async function publishAttempt<K>(
       if (outcome.status === 'success' && submission.maxScore !== null) await tx.columnPoints.set(placement.id, submission.maxScore);
       if (input.onRecorded) await input.onRecorded(tx, written);
       return written;
-    });
-    return { attempt, instant, kept, outcome };
+    };
+    // PostgreSQL: with COMMIT on the pair's connection, which also ends its lock (PERF-171). SQLite: in one
+    // transaction with the attempts of the other scores answered in this turn (PERF-101, PERF-141).
+    const attempt = pair ? await pair.commit(write) : await writeWithOthers(store, write);
+    return { attempt, instant, kept, outcome, records };
   });
-  return { attempt, outcome, instant, kept };
+  return { attempt, outcome, instant, kept, records };
 }

@@ -4,10 +4,11 @@
  * (`publishAttempt`, which says why the attempt is written only after publishing).
  */
 import type { ScoreGuardResult } from '../auth/score-permissions.js';
-import { SCORE_MESSAGES } from '../auth/score-permissions.js';
+import { authorizeScore, factsOf, keepScoreFacts, SCORE_MESSAGES } from '../auth/score-permissions.js';
 import { Problem } from '../http/problem.js';
-import type { AttemptRecord, PlacementRecord, Store } from '../store/index.js';
-import type { AttemptToPublish, PublishDeps } from './publish.js';
+import type { AttemptRecord, MemberRecord, PlacementRecord, ScoreRead, Store } from '../store/index.js';
+import { scoreReadOf, scoreReadStatement } from '../store/repos/placements.js';
+import type { AttemptToPublish, PublishDeps, ScoredRecords } from './publish.js';
 import { publishAttempt } from './publish.js';
 import type { ScoreSubmission } from './validate.js';
 import type { ActivityProgress, GradingProgress } from '../store/index.js';
@@ -87,31 +88,65 @@ async function choosePlacement(
   return assessments.find((p) => p.lineItemId !== null) ?? assessments[0] ?? null;
 }
 
+/** The records a score is published against, out of what the guard (or the transaction) read. */
+async function scoredRecordsOf(
+  store: Store,
+  guarded: ScoreGuardResult,
+  member: MemberRecord | null,
+  scored: ScoreRead['scored'],
+): Promise<ScoredRecords> {
+  const placement = await choosePlacement(store, guarded, scored?.placements ?? []);
+  if (!placement) throw new Problem(422, 'not_assessment', SCORE_MESSAGES.notAssessment);
+  if (!scored || !member || !scored.user) {
+    // The guard allowed a member of the course, so only its person's row being gone gets here.
+    const { target } = guarded;
+    throw new Problem(404, 'member_not_found', SCORE_MESSAGES.memberNotInContext(target.memberId, target.contextId));
+  }
+  const { app, context, location, organization, user, gradeService } = scored;
+  return { app, organization, context, location, placement, member, user, gradeService };
+}
+
+/**
+ * The guard decided on facts this instance kept (PERF-172): the transaction's first exchange reads them
+ * again, and the score is decided and published on that read, which the instance keeps in their place.
+ */
+function recheckOf(store: Store, guarded: ScoreGuardResult): NonNullable<AttemptToPublish['recheck']> {
+  const { target, callerUserId } = guarded;
+  const read = scoreReadStatement(target.contextId, target.appId, target.locationId, target.memberId, callerUserId);
+  return {
+    statements: [{ ...read, arrays: true }],
+    records: async ([result]) => {
+      const fresh = scoreReadOf((result?.rows ?? []) as unknown[][]);
+      const decision = authorizeScore(guarded.principal, target, guarded.form, factsOf(fresh));
+      keepScoreFacts(store, target, callerUserId, decision.allowed ? fresh : null);
+      if (!decision.allowed) throw decision.problem;
+      return scoredRecordsOf(store, guarded, fresh.member, fresh.scored);
+    },
+  };
+}
+
 export async function submitScore(
   deps: SubmitDeps,
   guarded: ScoreGuardResult,
   submission: ScoreSubmission,
   onRecorded?: AttemptToPublish['onRecorded'],
+  claim?: AttemptToPublish['claim'],
 ): Promise<GradeAttemptJson> {
   const { store } = deps;
-  const { target } = guarded;
   // Each row once: the member, the placements with the app, course, school, location, person and grade
   // service as the guard read them, in its one statement (PERF-41, PERF-50, PERF-70).
-  const { member, scored } = guarded;
-  const placement = await choosePlacement(store, guarded, scored?.placements ?? []);
-  if (!placement) throw new Problem(422, 'not_assessment', SCORE_MESSAGES.notAssessment);
-  if (!scored || !member || !scored.user) {
-    // The guard allowed a member of the course, so only its person's row being gone gets here.
-    throw new Problem(404, 'member_not_found', SCORE_MESSAGES.memberNotInContext(target.memberId, target.contextId));
-  }
-  const { app, context, location, organization, user, gradeService } = scored;
+  const records = await scoredRecordsOf(store, guarded, guarded.member, guarded.scored);
 
-  const { attempt, outcome } = await publishAttempt(deps, {
-    records: { app, organization, context, location, placement, member, user, gradeService },
+  const published = await publishAttempt(deps, {
+    records,
     submission,
     source: { type: guarded.sourceType, id: guarded.sourceId },
     ...(onRecorded ? { onRecorded } : {}),
+    ...(guarded.kept ? { recheck: recheckOf(store, guarded) } : {}),
+    ...(claim ? { claim } : {}),
   });
+  const { attempt, outcome } = published;
+  const { app, context, location } = published.records;
   // A published score is already in the access log line (200, submitScore) and in the grade history; only
   // an attempt the LMS did not take says more here, so the operator sees why (PERF-47).
   if (outcome.status !== 'success') {

@@ -57,8 +57,42 @@ export interface RootDriver extends Driver {
    * so a write may as well wait for it before committing (PERF-141). Absent, or null, otherwise.
    */
   syncRunning?(): Promise<void> | null;
+  /**
+   * PostgreSQL: `fn` with a connection of its own whose transaction is sent in few exchanges, BEGIN with
+   * its first statements and COMMIT with its last (PERF-170). Absent on SQLite, where a statement is a call.
+   */
+  pipelined?<T>(fn: (tx: PipelinedTransaction) => Promise<T>): Promise<T>;
   /** A connection pool's state for the metrics (OPS-12): PostgreSQL's; absent for SQLite, which has none. */
   poolStats?(): PoolStats;
+}
+
+export interface BatchStatement {
+  sql: string;
+  params?: readonly SqlParam[];
+  /** The rows as arrays of column values in the SELECT's order (a wide joined row, PERF-140). */
+  arrays?: boolean;
+}
+
+export interface BatchResult {
+  /** Row objects, or arrays when the statement asked for `arrays`. */
+  rows: unknown[];
+  /** Rows inserted, updated, deleted or returned. */
+  rowCount: number;
+}
+
+/**
+ * One transaction on a connection of its own, sent in few exchanges (PostgreSQL, `pg-batch.ts`, PERF-170):
+ * BEGIN with the first statements, COMMIT with the last.
+ */
+export interface PipelinedTransaction {
+  /** Begins the transaction and runs `statements` in it, in one exchange; answers their results. */
+  open(statements: readonly BatchStatement[]): Promise<BatchResult[]>;
+  /** More statements inside the open transaction, in one exchange. */
+  run(statements: readonly BatchStatement[]): Promise<BatchResult[]>;
+  /** `statements` and COMMIT, in one exchange; a failure rolls everything back and is thrown. */
+  commit(statements: readonly BatchStatement[]): Promise<BatchResult[]>;
+  /** Undoes the transaction, if one is open. */
+  rollback(): Promise<void>;
 }
 
 export interface PoolStats {

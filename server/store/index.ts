@@ -43,6 +43,8 @@ import type { PostgresDriverOptions } from './postgres.js';
 import { SqliteDriver } from './sqlite.js';
 import type { Clock } from './time.js';
 import { systemClock } from './time.js';
+import type { PipelinedStore as PipelinedStoreOf } from './pipelined-store.js';
+import { pipelinedStore } from './pipelined-store.js';
 
 export interface Repositories {
   apps: AppsRepo;
@@ -85,6 +87,11 @@ export interface Store extends Repositories {
    * Inside, use only `tx`; calling the store itself from `fn` is refused (it would wait for `fn`).
    */
   transaction<T>(fn: (tx: Repositories) => Promise<T>): Promise<T>;
+  /**
+   * PostgreSQL: `fn` with one transaction on a connection of its own, sent in few exchanges: its first
+   * statements with BEGIN, its writes with COMMIT (PERF-170). Absent on SQLite.
+   */
+  pipelined?<T>(fn: (tx: PipelinedStore) => Promise<T>): Promise<T>;
   /**
    * Discards what a tool keeps in a course (rows, files, pending uploads, provisioning state) and
    * revokes the tokens issued there, keeping the course's IDs: the Sandbox reset (decision GAP-39).
@@ -195,6 +202,9 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
     driver,
     migrations,
     transaction: (fn) => driver.transaction((tx) => fn(createRepositories(tx, clock))),
+    ...(driver.pipelined
+      ? { pipelined: <T>(fn: (tx: PipelinedStore) => Promise<T>) => driver.pipelined!((tx) => fn(pipelinedStore(tx, clock, createRepositories))) }
+      : {}),
     discardContextData: (appId, contextId) =>
       driver.transaction(async (tx) => {
         const repos = createRepositories(tx, clock);
@@ -209,6 +219,9 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
 }
 
 export type { Dialect, Driver, RootDriver, RunResult, SqlParam } from './driver.js';
+/** PostgreSQL's pipelined transaction with the repositories (PERF-170). */
+export type PipelinedStore = PipelinedStoreOf<Repositories>;
+export type { BatchResult, BatchStatement } from './driver.js';
 export { normalizeParams, rowValues, toPostgresPlaceholders } from './driver.js';
 export * from './errors.js';
 export { SqliteDriver } from './sqlite.js';

@@ -16,8 +16,14 @@ export async function lockName(tx: Driver, name: string): Promise<void> {
   if (tx instanceof PostgresDriver) {
     throw new TransactionMisuseError('lockName needs a transaction handle: outside one, the lock would end at once');
   }
-  await tx.get(
-    `SELECT pg_advisory_xact_lock(${NAMED_LOCK_CLASS}, hashtext(coalesce(current_schema(), '') || ':' || ?)) AS locked`,
-    [name],
-  );
+  const { sql, params } = lockStatement(name);
+  await tx.get(sql, params);
+}
+
+/** The statement `lockName` runs, for a transaction that sends it with others in one exchange (PERF-171). */
+export function lockStatement(name: string): { sql: string; params: string[] } {
+  return {
+    sql: `SELECT pg_advisory_xact_lock(${NAMED_LOCK_CLASS}, hashtext(coalesce(current_schema(), '') || ':' || ?)) AS locked`,
+    params: [name],
+  };
 }

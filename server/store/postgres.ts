@@ -13,6 +13,7 @@ import {
 } from './errors.js';
 import { AsyncMutex } from './mutex.js';
 import { statementConfig } from './pg-statements.js';
+import { PipelinedTransaction } from './pg-batch.js';
 
 // `pg` is loaded when a PostgreSQL store is first opened, not at start: a service on SQLite never needs it,
 // and loading it was a tenth of a second of every cold start (PERF-31). `pg` here names its types only;
@@ -225,6 +226,35 @@ export class PostgresDriver implements RootDriver {
     } finally {
       client.removeListener('error', onError);
       client.release(scope.broken ? new Error('connection left in an unknown state') : undefined);
+    }
+  }
+
+  /**
+   * `fn` with a pooled connection of its own, for a transaction sent in few exchanges (`pg-batch.ts`,
+   * PERF-170). An open transaction left by `fn` is rolled back; a broken connection is destroyed.
+   */
+  async pipelined<T>(fn: (tx: PipelinedTransaction) => Promise<T>): Promise<T> {
+    this.#assertOpen();
+    this.#assertNotInside('transaction');
+    const client = await this.#connect();
+    const tx = new PipelinedTransaction(client, {
+      lockTimeoutMs: this.lockTimeoutMs,
+      mapError: mapPostgresError,
+      isServerError: (err) => err instanceof pgLib().DatabaseError,
+    });
+    const onError = (): void => {
+      tx.broken = true;
+    };
+    client.on('error', onError);
+    try {
+      try {
+        return await fn(tx);
+      } finally {
+        await tx.rollback();
+      }
+    } finally {
+      client.removeListener('error', onError);
+      client.release(tx.broken ? new Error('connection left in an unknown state') : undefined);
     }
   }
 

@@ -12,14 +12,14 @@ import type { GradeAttemptJson } from '../../scores/submit.js';
 import { submitScore } from '../../scores/submit.js';
 import { parseScoreSubmission } from '../../scores/validate.js';
 import { idempotencyKeyOf, requestFingerprint, submitOnce } from '../../scores/idempotency.js';
-import type { RecordKey } from '../../scores/idempotency.js';
+import type { PairClaim, RecordKey } from '../../scores/idempotency.js';
 import '../../scores/index.js';
 
 type ScoreOp = operations['submitScore'] | operations['submitScoreAsUser'];
 
-async function record(ctx: HandlerContext<ScoreOp> & { guarded: ScoreGuardResult }, recordKey?: RecordKey): Promise<GradeAttemptJson> {
+async function record(ctx: HandlerContext<ScoreOp> & { guarded: ScoreGuardResult }, recordKey?: RecordKey, claim?: PairClaim): Promise<GradeAttemptJson> {
   const submission = parseScoreSubmission(ctx.body);
-  return submitScore({ store: ctx.services.store, publisher: ctx.services.publisher, log: ctx.log }, ctx.guarded, submission, recordKey);
+  return submitScore({ store: ctx.services.store, publisher: ctx.services.publisher, log: ctx.log }, ctx.guarded, submission, recordKey, claim);
 }
 
 /** With an `Idempotency-Key`, the first attempt of the same request instead of a new one (H-07). */
@@ -32,7 +32,7 @@ async function answer(ctx: HandlerContext<ScoreOp> & { guarded: ScoreGuardResult
   if (key === null) return { status: 200, body: await record(ctx) };
   const { guarded } = ctx;
   const fingerprint = requestFingerprint({ path: ctx.req.path, caller: `${guarded.sourceType}:${guarded.sourceId}`, body: ctx.body });
-  const { attempt, replayed } = await submitOnce(ctx.services.store, { appId: guarded.target.appId, key, fingerprint }, (recordKey) => record(ctx, recordKey));
+  const { attempt, replayed } = await submitOnce(ctx.services.store, { appId: guarded.target.appId, key, fingerprint }, (recordKey, claim) => record(ctx, recordKey, claim));
   return replayed ? { status: 200, body: attempt, headers: { 'Idempotent-Replayed': 'true' } } : { status: 200, body: attempt };
 }
 

@@ -156,6 +156,35 @@ function recordOf(row: AttemptRow, data: StoredData): AttemptRecord {
   };
 }
 
+interface NextPublicationRow {
+  reserved: number | string | null;
+  recorded: number | string | null;
+  points: number | string | null;
+}
+
+/**
+ * The statement of `AttemptsRepo.nextPublication` (PERF-49), for a caller that sends it with others in
+ * one exchange (PostgreSQL's pipelined score transaction, PERF-171); `nextPublicationOf` reads its row.
+ */
+export function nextPublicationStatement(memberId: string, locationId: string, pointsOf: string | null): { sql: string; params: string[] | Array<string | null> } {
+  return {
+    sql: `SELECT (SELECT last_us FROM grade_attempt_clock WHERE member_id = ? AND location_id = ?) AS reserved,
+              (SELECT MAX(submitted_us) FROM grade_attempts WHERE member_id = ? AND location_id = ?) AS recorded,
+              (SELECT points FROM column_points WHERE placement_id = ?) AS points`,
+    params: [memberId, locationId, memberId, locationId, pointsOf],
+  };
+}
+
+export function nextPublicationOf(
+  row: NextPublicationRow | undefined,
+  clock: RepoContext['clock'],
+): { submittedUs: number; submitted: string; columnPoints: number | null } {
+  const floor = Math.max(Number(row?.reserved ?? 0), Number(row?.recorded ?? 0));
+  const submittedUs = Math.max(nowUs(clock), floor + 1);
+  const points = row?.points ?? null;
+  return { submittedUs, submitted: isoFromUs(submittedUs), columnPoints: points === null ? null : Number(points) };
+}
+
 /**
  * Grade attempts. An attempt is recorded before it is published, so the timestamp given to the LMS is
  * the one stored: `create` fixes `submitted`, the caller publishes with it, `complete` records the
@@ -266,16 +295,8 @@ export class AttemptsRepo {
     locationId: string,
     pointsOf: string | null,
   ): Promise<{ submittedUs: number; submitted: string; columnPoints: number | null }> {
-    const row = await this.ctx.db.get<{ reserved: number | string | null; recorded: number | string | null; points: number | string | null }>(
-      `SELECT (SELECT last_us FROM grade_attempt_clock WHERE member_id = ? AND location_id = ?) AS reserved,
-              (SELECT MAX(submitted_us) FROM grade_attempts WHERE member_id = ? AND location_id = ?) AS recorded,
-              (SELECT points FROM column_points WHERE placement_id = ?) AS points`,
-      [memberId, locationId, memberId, locationId, pointsOf],
-    );
-    const floor = Math.max(Number(row?.reserved ?? 0), Number(row?.recorded ?? 0));
-    const submittedUs = Math.max(nowUs(this.ctx.clock), floor + 1);
-    const points = row?.points ?? null;
-    return { submittedUs, submitted: isoFromUs(submittedUs), columnPoints: points === null ? null : Number(points) };
+    const { sql, params } = nextPublicationStatement(memberId, locationId, pointsOf);
+    return nextPublicationOf(await this.ctx.db.get<NextPublicationRow>(sql, params), this.ctx.clock);
   }
 
   /**

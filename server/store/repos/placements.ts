@@ -216,10 +216,14 @@ export class PlacementsRepo {
    * `memberId` and `callerUserId` that name nothing give null records, never an error.
    */
   async scoreRead(contextId: string, appId: string, locationId: string, memberId: string, callerUserId: string | null): Promise<ScoreRead> {
+    const { sql, params } = scoreReadStatement(contextId, appId, locationId, memberId, callerUserId);
     // As arrays: better-sqlite3 would add the 79 column names to an object per row (PERF-140).
-    const rows = await rowValues(
-      this.ctx.db,
-      `SELECT ${SCORED_SELECT}
+    return scoreReadOf(await rowValues(this.ctx.db, sql, params));
+  }
+
+}
+
+const SCORE_READ_SQL = `SELECT ${SCORED_SELECT}
          FROM (SELECT 1 AS one) base
          LEFT JOIN members m ON m.id = ? AND m.context_id = ?
          LEFT JOIN members cm ON cm.context_id = ? AND cm.user_id = ?
@@ -230,32 +234,46 @@ export class PlacementsRepo {
          LEFT JOIN organizations o ON o.id = c.organization_id
          LEFT JOIN locations l ON l.id = p.location_id
          LEFT JOIN lti_registrations r ON r.issuer = o.issuer AND r.client_id = o.client AND r.status = 'active'
-        ORDER BY p.created_at, p.id`,
-      [memberId, contextId, contextId, callerUserId, contextId, appId, locationId],
-    );
-    const first = rows[0] ?? [];
-    const member = present(first, 'm') ? toMember(part(first, 'm')) : null;
-    const callerMember = present(first, 'cm') ? toMember(part(first, 'cm')) : null;
-    const placed = present(first, 'p');
-    // The placements whose app, course, school and location rows exist (they always do: foreign keys).
-    const whole = rows.filter((row) => present(row, 'p') && present(row, 'a') && present(row, 'c') && present(row, 'o') && present(row, 'l'));
-    const head = whole[0];
-    if (!head) return { member, callerMember, placed, scored: null };
-    return {
-      member,
-      callerMember,
-      placed,
-      scored: {
-        placements: whole.map((row) => toPlacement(part(row, 'p'))),
-        app: toApp(part(head, 'a')),
-        context: toContext(part(head, 'c')),
-        organization: toOrganization(part(head, 'o')),
-        location: toLocation(part(head, 'l')),
-        user: present(head, 'u') ? toUser(part(head, 'u')) : null,
-        gradeService: present(head, 'r')
-          ? gradeServiceOf(part<{ client_id: string; token_url: string; token_audience: string | null }>(head, 'r'))
-          : null,
-      },
-    };
-  }
+        ORDER BY p.created_at, p.id`;
+
+/**
+ * The statement of `PlacementsRepo.scoreRead`, rows to be read as arrays, for a caller that sends it with
+ * others in one exchange (PostgreSQL's score transaction, PERF-171); `scoreReadOf` makes its records.
+ */
+export function scoreReadStatement(
+  contextId: string,
+  appId: string,
+  locationId: string,
+  memberId: string,
+  callerUserId: string | null,
+): { sql: string; params: Array<string | null> } {
+  return { sql: SCORE_READ_SQL, params: [memberId, contextId, contextId, callerUserId, contextId, appId, locationId] };
+}
+
+/** The records of `scoreRead`'s rows (as arrays in the SELECT's column order). */
+export function scoreReadOf(rows: readonly (readonly unknown[])[]): ScoreRead {
+  const first = rows[0] ?? [];
+  const member = present(first, 'm') ? toMember(part(first, 'm')) : null;
+  const callerMember = present(first, 'cm') ? toMember(part(first, 'cm')) : null;
+  const placed = present(first, 'p');
+  // The placements whose app, course, school and location rows exist (they always do: foreign keys).
+  const whole = rows.filter((row) => present(row, 'p') && present(row, 'a') && present(row, 'c') && present(row, 'o') && present(row, 'l'));
+  const head = whole[0];
+  if (!head) return { member, callerMember, placed, scored: null };
+  return {
+    member,
+    callerMember,
+    placed,
+    scored: {
+      placements: whole.map((row) => toPlacement(part(row, 'p'))),
+      app: toApp(part(head, 'a')),
+      context: toContext(part(head, 'c')),
+      organization: toOrganization(part(head, 'o')),
+      location: toLocation(part(head, 'l')),
+      user: present(head, 'u') ? toUser(part(head, 'u')) : null,
+      gradeService: present(head, 'r')
+        ? gradeServiceOf(part<{ client_id: string; token_url: string; token_audience: string | null }>(head, 'r'))
+        : null,
+    },
+  };
 }

@@ -1,4 +1,5 @@
 import type { RepoContext } from './common.js';
+import type { Clock } from '../time.js';
 
 /** One `Idempotency-Key` of a tool's score submissions (decision H-07). */
 export interface IdempotencyRecord {
@@ -11,7 +12,7 @@ export interface IdempotencyRecord {
   createdAt: number;
 }
 
-interface IdempotencyRow {
+export interface IdempotencyRow {
   app_id: string;
   idempotency_key: string;
   fingerprint: string;
@@ -19,7 +20,7 @@ interface IdempotencyRow {
   created_at: number | string;
 }
 
-const toRecord = (row: IdempotencyRow): IdempotencyRecord => ({
+export const toIdempotencyRecord = (row: IdempotencyRow): IdempotencyRecord => ({
   appId: row.app_id,
   key: row.idempotency_key,
   fingerprint: row.fingerprint,
@@ -56,7 +57,7 @@ export class ScoreIdempotencyRepo {
         [appId, key],
       );
       if (!row) return { claimed: false as const, held: { appId, key, fingerprint, attemptId: null, createdAt: now } };
-      const held = toRecord(row);
+      const held = toIdempotencyRecord(row);
       const expired =
         held.createdAt <= now - staleBefore.keptMs || (held.attemptId === null && held.createdAt <= now - staleBefore.unfinishedMs);
       if (!expired) return { claimed: false as const, held };
@@ -81,4 +82,39 @@ export class ScoreIdempotencyRepo {
   async sweep(keptMs: number): Promise<number> {
     return (await this.ctx.db.run('DELETE FROM score_idempotency WHERE created_at < ?', [this.ctx.clock.nowMs() - keptMs])).changes;
   }
+}
+
+/**
+ * `ScoreIdempotencyRepo.claim` as ONE statement, for PostgreSQL's score transaction, which sends it in its
+ * first exchange (decision PERF-173): a new key is inserted, an expired one taken over, and either returns
+ * a row; a key held by a live record returns none. `ON CONFLICT DO UPDATE` locks the conflicting row even
+ * when its WHERE leaves it unchanged, so the held row is locked as `FOR UPDATE` locked it (H-07).
+ */
+export function claimStatement(
+  clock: Clock,
+  appId: string,
+  key: string,
+  fingerprint: string,
+  staleBefore: { keptMs: number; unfinishedMs: number },
+): { sql: string; params: Array<string | number> } {
+  const now = clock.nowMs();
+  return {
+    sql: `INSERT INTO score_idempotency (app_id, idempotency_key, fingerprint, attempt_id, created_at)
+          VALUES (?, ?, ?, NULL, ?)
+          ON CONFLICT (app_id, idempotency_key) DO UPDATE
+            SET fingerprint = excluded.fingerprint, attempt_id = NULL, created_at = excluded.created_at
+            WHERE score_idempotency.created_at <= ?
+               OR (score_idempotency.attempt_id IS NULL AND score_idempotency.created_at <= ?)
+          RETURNING 1 AS claimed`,
+    params: [appId, key, fingerprint, now, now - staleBefore.keptMs, now - staleBefore.unfinishedMs],
+  };
+}
+
+/** The record holding a key `claimStatement` could not claim (already locked by it). */
+export function heldStatement(appId: string, key: string): { sql: string; params: string[] } {
+  return {
+    sql: `SELECT app_id, idempotency_key, fingerprint, attempt_id, created_at FROM score_idempotency
+          WHERE app_id = ? AND idempotency_key = ?`,
+    params: [appId, key],
+  };
 }

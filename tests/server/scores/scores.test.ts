@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGS_SCOPE } from '../../../server/lti/vocabulary.js';
 import type { AttemptRecord } from '../../../server/store/index.js';
 import type { PlacedLocation, TestLaunch, TestServer, Tool } from '../harness.js';
-import { createTool, launch, lmsAgsToken, lmsScoreOf, placeLocation, postLmsScore, problemOf, startServer } from '../harness.js';
+import { createTool, launch, lmsAgsToken, lmsScoreOf, placeLocation, postLmsScore, problemOf, startServer, TEST_STORE } from '../harness.js';
 import { ManualClock } from '../../store/helpers.js';
 
 let server: TestServer;
@@ -185,6 +185,81 @@ describe('submit a score: success and the attempt', () => {
     expect(unchanged).toEqual(before);
     expect(after.find((a) => a.id === first.id)).toMatchObject({ score: 0.1, status: 'success', submitted: first.submitted });
     expect(second.submitted > first.submitted).toBe(true);
+  });
+});
+
+describe('submit a score: round trips to PostgreSQL (issue 30, PERF-170 to PERF-172)', () => {
+  /**
+   * Every exchange the service's pool has with PostgreSQL during `fn`: `pg` sends one query (or one
+   * pipelined batch, PERF-170) per `Client.query` and waits for its answer, so each call is one round trip.
+   * The Sandbox LMS's own connections (`tis-lms`) are the school's, not the service's.
+   */
+  async function exchangesDuring(fn: () => Promise<void>): Promise<string[]> {
+    const pg = (await import('pg')).default;
+    const schema = (server.services.store.driver as { schema?: string | null }).schema ?? '';
+    const seen: string[] = [];
+    const query = pg.Client.prototype.query;
+    pg.Client.prototype.query = function (this: unknown, config: unknown, ...rest: unknown[]) {
+      const params = (this as unknown as { connectionParameters: { application_name?: string; options?: string } }).connectionParameters;
+      if (params.application_name !== 'tis-lms' && (params.options ?? '').includes(schema)) {
+        const text = typeof config === 'string' ? config : ((config as { text?: string }).text ?? 'pipelined batch');
+        seen.push(text.replace(/\s+/g, ' ').slice(0, 60));
+      }
+      return (query as (...args: unknown[]) => unknown).call(this, config, ...rest);
+    } as typeof query;
+    try {
+      await fn();
+    } finally {
+      pg.Client.prototype.query = query;
+    }
+    return seen;
+  }
+
+  it.runIf(TEST_STORE === 'postgres')('a warm score is at most 3 round trips, with a session or an API key, with or without Idempotency-Key', async () => {
+    const placed = await placeLocation(server, { app: tool.app.id, course: { contextId: quiz.context.id }, type: 'assessment', points: 10 });
+    const learner = await launch(server, { placed, groups: ['student'] });
+    const url = contextsUrl(placed, learner.member.id);
+    const cases: Array<[string, string, Record<string, string>]> = [
+      ['session', learner.auth, {}],
+      ['API key', apiKeyAuth(), {}],
+      ['session with Idempotency-Key', learner.auth, { 'idempotency-key': `warm-${Date.now()}` }],
+    ];
+    for (const [name, auth, extra] of cases) {
+      // Warm: the statements prepared, the LMS's token taken, the pair's facts kept by this instance, and the
+      // keys' sweep (at most once a minute, PERF-42) done by a first keyed request.
+      const warmHeaders = Object.fromEntries(Object.entries(extra).map(([k, v]) => [k, `${v}-warm`]));
+      await attemptOf(await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: auth, ...warmHeaders }, body: JSON.stringify({ score: 0.25, max_score: 1 }) }));
+      let attempt: Attempt | undefined;
+      const exchanges = await exchangesDuring(async () => {
+        const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: auth, ...extra }, body: JSON.stringify({ score: 0.5, max_score: 1 }) });
+        attempt = await attemptOf(res);
+      });
+      expect(attempt?.status, attempt?.data.error).toBe('success');
+      expect(exchanges.length, `${name}: ${exchanges.join(' | ')}`).toBeLessThanOrEqual(3);
+    }
+    // What was acknowledged is committed, in order, and in the gradebook.
+    const recorded = await attemptsOf(placed, learner.member.id);
+    expect(recorded.filter((a) => a.status === 'success')).toHaveLength(6);
+    expect((await gradebookScore(placed, learner.member.id)).score?.timestamp).toBe(recorded[0]?.submitted);
+  });
+});
+
+describe('submit a score: the facts are decided as of the score (PERF-172)', () => {
+  it("a staff member demoted since the last score the instance allowed is refused, and nothing is published", async () => {
+    const placed = await placeLocation(server, { app: tool.app.id, course: { contextId: quiz.context.id }, type: 'assessment' });
+    const teacher = await launch(server, { placed, groups: ['instructor'] });
+    const learner = await launch(server, { placed, groups: ['student'] });
+    const url = contextsUrl(placed, learner.member.id);
+    // Allowed: on PostgreSQL the instance now keeps these facts for the next score of the pair.
+    expect((await attemptOf(await post(url, teacher.auth, { score: 0.5 }))).status).toBe('success');
+    // Changed in the store, as another instance's launch would: no instance is told.
+    await server.services.store.members.upsert({ contextId: placed.context.id, userId: teacher.user.id, groups: ['student'] });
+    const refused = await post(url, teacher.auth, { score: 0.6 });
+    expect(refused.status).toBe(403);
+    expect(await problemOf(refused)).toMatchObject({ code: 'not_own_member' });
+    const recorded = await attemptsOf(placed, learner.member.id);
+    expect(recorded).toHaveLength(1);
+    expect((await gradebookScore(placed, learner.member.id)).score?.timestamp).toBe(recorded[0]?.submitted);
   });
 });
 
