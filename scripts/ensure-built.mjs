@@ -68,7 +68,7 @@ if (checkout) {
       process.stderr.write(`npm start: ${reason}, and building it needs the dev dependencies: run \`npm ci\` (without --omit=dev), then \`npm start\` again.\n`);
       process.exit(1);
     }
-    process.stderr.write(`npm start: ${reason}; building dist/ first (its JavaScript only: `npm run build` adds the type declarations)...\n`);
+    process.stderr.write(`npm start: ${reason}; building dist/ first (its JavaScript only; npm run build adds the type declarations)...\n`);
     const started = performance.now();
     try {
       execFileSync(process.execPath, [join(root, 'scripts', 'build.mjs'), '--no-types'], { cwd: root, stdio: 'inherit' });
