@@ -15,7 +15,7 @@ import SlowFirstSequencer from './tests/sequencer.ts';
  *             `TIS_TEST_BLOB_STORE=postgres`, a schema per server), and the files that only make sense there.
  *
  * A new test file runs in the default project by itself; it joins the smoke set only by being listed below
- * (decision CI-20). `TIS_TEST_STORE=postgres npx vitest run tests/server/...` runs a file of the list on
+ * (decisions CI-20, CI-31). `TIS_TEST_STORE=postgres npx vitest run tests/server/...` runs a file of the list on
  * PostgreSQL; `TIS_TEST_STORE=sqlite` runs the default project only. Without either, the postgres project
  * runs when PostgreSQL answers at `TIS_TEST_DATABASE_URL` (default postgres://tis:tis@127.0.0.1:5432/tis_test),
  * and always in CI (`CI` or `TIS_REQUIRE_POSTGRES`), where an unreachable database fails the tests instead of

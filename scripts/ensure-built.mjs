@@ -1,4 +1,4 @@
-// The first half of `npm start` (decision OPS-40): in a checkout, builds dist/ when it is missing or older
+// The first half of `npm start` (decisions OPS-40, OPS-45: the JavaScript only): in a checkout, builds dist/ when it is missing or older
 // than the sources it is built from, so that a fresh clone runs with two commands (`npm ci`, `npm start`)
 // and a `git pull` never starts yesterday's build. In an install without the sources (the Docker image, a
 // `npm ci --omit=dev` install of the package) there is nothing to compare, and dist/ runs as it is.

@@ -77,7 +77,7 @@ describe.each(STORE_TARGETS)('grade attempts ($name)', (target) => {
       const c = await seedCourse(store);
       const stamps: number[] = [];
       const isos: string[] = [];
-      // Several to a millisecond on either store: 300 show the tie-break as well as 1,000 did (CI-30).
+        // Several to a millisecond on either store: 300 show the tie-break as well as 1,000 did (CI-30).
       for (let i = 0; i < 300; i += 1) {
         const a = await store.attempts.create(attemptFor(c, { score: (i % 100) / 100 }));
         stamps.push(a.submittedUs);
