@@ -15,7 +15,7 @@ import SlowFirstSequencer from './tests/sequencer.ts';
  *             `TIS_TEST_BLOB_STORE=postgres`, a schema per server), and the files that only make sense there.
  *
  * A new test file runs in the default project by itself; it joins the smoke set only by being listed below
- * (decision CI-20). `TIS_TEST_STORE=postgres npx vitest run tests/server/...` runs a file of the list on
+ * (decisions CI-20, CI-31). `TIS_TEST_STORE=postgres npx vitest run tests/server/...` runs a file of the list on
  * PostgreSQL; `TIS_TEST_STORE=sqlite` runs the default project only. Without either, the postgres project
  * runs when PostgreSQL answers at `TIS_TEST_DATABASE_URL` (default postgres://tis:tis@127.0.0.1:5432/tis_test),
  * and always in CI (`CI` or `TIS_REQUIRE_POSTGRES`), where an unreachable database fails the tests instead of
@@ -31,29 +31,20 @@ const POSTGRES_ONLY = ['tests/server/multi-instance.test.ts', 'tests/server/sand
  */
 const POSTGRES_SMOKE = [
   ...POSTGRES_ONLY,
-  // Every operation of the current contract, a success and a refusal each, and of both archived contracts.
+  // Every operation of the current contract (files in the database included), a success and a refusal
+  // each, and of both archived contracts.
   'tests/server/coverage.test.ts',
   'tests/server/archived/operations.test.ts',
-  // The LMS journeys: registration, launch (nonces, deployments, users) and scores to the gradebook in order
-  // across two instances (one test runs on PostgreSQL only).
-  'tests/server/lti/launch.test.ts',
+  // The LMS journey: registration, launches, deep linking and scores to the gradebook in order across two
+  // instances (one test runs on PostgreSQL only), and the score path's store work on its own.
   'tests/server/lti/deep-linking-ags.test.ts',
   'tests/server/scores/scores.test.ts',
   // A repeated Idempotency-Key: its row is locked FOR UPDATE on PostgreSQL only.
   'tests/server/scores/idempotency.test.ts',
-  // The dashboard API's journey (builders, registration, settings, status, keys, grade history) and the
-  // operators' audit log, whose repositories no store test covers.
-  'tests/server/dashboard/apps.test.ts',
+  // The operators and the audit log, whose repositories no store test covers.
   'tests/server/dashboard/operators.test.ts',
-  // Two instances on one database: failed credentials counted once, older Sandbox courses moved once.
-  'tests/server/core/throttle.test.ts',
-  'tests/server/sandbox/older-courses.test.ts',
   // Files with their bytes in the database (the blob store several instances share), and its rules.
-  'tests/server/files/files.test.ts',
   'tests/server/files/database-blob-store.test.ts',
-  'tests/server/files/migrate.test.ts',
-  // The files' signing secret, created once by whichever of two stores on one database asks first.
-  'tests/server/files/units.test.ts',
   // PostgreSQL's TEXT refuses U+0000; and nothing a caller sends reaches it as a 500.
   'tests/server/core/nul-text.test.ts',
   'tests/server/core/fuzz.test.ts',

@@ -1,4 +1,4 @@
-// The first half of `npm start` (decision OPS-40): in a checkout, builds dist/ when it is missing or older
+// The first half of `npm start` (decisions OPS-40, OPS-45: the JavaScript only): in a checkout, builds dist/ when it is missing or older
 // than the sources it is built from, so that a fresh clone runs with two commands (`npm ci`, `npm start`)
 // and a `git pull` never starts yesterday's build. In an install without the sources (the Docker image, a
 // `npm ci --omit=dev` install of the package) there is nothing to compare, and dist/ runs as it is.
@@ -68,10 +68,10 @@ if (checkout) {
       process.stderr.write(`npm start: ${reason}, and building it needs the dev dependencies: run \`npm ci\` (without --omit=dev), then \`npm start\` again.\n`);
       process.exit(1);
     }
-    process.stderr.write(`npm start: ${reason}; building dist/ first (npm run build, a minute or so)...\n`);
+    process.stderr.write(`npm start: ${reason}; building dist/ first (its JavaScript only; npm run build adds the type declarations)...\n`);
     const started = performance.now();
     try {
-      execFileSync(process.execPath, [join(root, 'scripts', 'build.mjs')], { cwd: root, stdio: 'inherit' });
+      execFileSync(process.execPath, [join(root, 'scripts', 'build.mjs'), '--no-types'], { cwd: root, stdio: 'inherit' });
     } catch {
       process.stderr.write('npm start: the build failed (its output is above); nothing was started.\n');
       process.exit(1);

@@ -71,13 +71,14 @@ describe.each(STORE_TARGETS)('grade attempts ($name)', (target) => {
     }
   });
 
-  it('gives 1000 attempts in a tight loop strictly later timestamps', async () => {
+  it('gives 300 attempts in a tight loop strictly later timestamps', async () => {
     const { store, done } = await target.fresh();
     try {
       const c = await seedCourse(store);
       const stamps: number[] = [];
       const isos: string[] = [];
-      for (let i = 0; i < 1000; i += 1) {
+        // Several to a millisecond on either store: 300 show the tie-break as well as 1,000 did (CI-30).
+      for (let i = 0; i < 300; i += 1) {
         const a = await store.attempts.create(attemptFor(c, { score: (i % 100) / 100 }));
         stamps.push(a.submittedUs);
         isos.push(a.submitted);

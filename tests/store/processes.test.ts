@@ -69,7 +69,7 @@ describe.each(STORE_TARGETS)('durability and several processes ($name)', (target
         memberId: c.studentMemberId,
         lanes: 4,
       });
-      await child.waitForLines(400);
+      await child.waitForLines(150);
       child.kill('SIGKILL');
       const exit = await child.exited;
       expect(exit.signal).toBe('SIGKILL');
@@ -77,7 +77,7 @@ describe.each(STORE_TARGETS)('durability and several processes ($name)', (target
       const acked = child.lines.filter((l) => l !== 'ready');
       const rows = acked.filter((l) => l.startsWith('row ')).map((l) => l.slice(4));
       const attempts = acked.filter((l) => l.startsWith('att ')).map((l) => l.slice(4));
-      expect(rows.length + attempts.length).toBeGreaterThanOrEqual(399);
+      expect(rows.length + attempts.length).toBeGreaterThanOrEqual(149);
 
       const reopened = await openAt(location);
       try {
@@ -111,7 +111,8 @@ describe.each(STORE_TARGETS)('durability and several processes ($name)', (target
         contextId: c.contextId,
         locationId: c.locationId,
         memberId: c.studentMemberId,
-        count: 250,
+        // Interleaving shows within the first hundred writes of each (CI-30).
+        count: 100,
       };
       const children = [startWriter(args), startWriter(args)];
       await Promise.all(children.map((ch) => ch.waitForLines(1)));
@@ -120,13 +121,13 @@ describe.each(STORE_TARGETS)('durability and several processes ($name)', (target
       for (const exit of exits) expect(exit).toMatchObject({ code: 0, stderr: '' });
       for (const ch of children) expect(ch.lines.shift()).toBe('ready');
       const stamps = children.flatMap((ch) => ch.lines.map((l) => Number(l.split(' ')[2])));
-      expect(stamps).toHaveLength(500);
-      expect(new Set(stamps).size).toBe(500);
+      expect(stamps).toHaveLength(200);
+      expect(new Set(stamps).size).toBe(200);
       const stored = await store.driver.all<{ submitted_us: number }>(
         'SELECT submitted_us FROM grade_attempts WHERE member_id = ? AND location_id = ? ORDER BY submitted_us',
         [c.studentMemberId, c.locationId],
       );
-      expect(stored).toHaveLength(500);
+      expect(stored).toHaveLength(200);
       // The two processes really did interleave: ownership of consecutive timestamps changes hands.
       const owner = new Map<number, number>();
       children.forEach((ch, n) => ch.lines.forEach((l) => owner.set(Number(l.split(' ')[2]), n)));

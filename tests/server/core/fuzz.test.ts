@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operations } from '../../../generated/2026-09-21/operations.js';
 import type { TestServer } from '../harness.js';
-import { createTool, launch, placeLocation, startServer } from '../harness.js';
+import { createTool, launch, placeLocation, startServer, TEST_STORE } from '../harness.js';
 import type { Attempt } from '../fuzz-runner.js';
 import { runAttempts, urlFor as fuzzUrl } from '../fuzz-runner.js';
 
@@ -111,6 +111,14 @@ const BODIES: Array<string | Uint8Array | undefined> = [
 const CONTENT_TYPES = ['application/json', 'text/plain', 'application/json; charset=utf-16', 'multipart/form-data; boundary=x', undefined];
 
 const urlFor = (template: string, params: Record<string, string>): string => fuzzUrl(server.url, template, params);
+
+/**
+ * The credentials each attempt is sent with. On PostgreSQL (the smoke set) only those the service accepts:
+ * a request without one, or with a malformed one, is refused before any statement with what it sent, which
+ * the SQLite run shows for every credential (decision CI-28).
+ */
+const credentials = (): Array<[string, string | null]> =>
+  Object.entries(auths).filter(([who]) => TEST_STORE !== 'postgres' || !['none', 'garbage', 'schemeOnly'].includes(who));
 const runAll = (attempts: Attempt[]) => runAttempts(attempts, 12);
 
 // Thousands of requests per test, about 33 s on PostgreSQL on CI's machine with a file beside it (CI-01):
@@ -122,7 +130,7 @@ describe('no caller input produces a 500', { timeout: 240_000 }, () => {
       const names = [...op.path.matchAll(/\{([a-z_]+)\}/g)].map((m) => m[1] as string);
       for (const name of names) {
         for (const segment of GARBAGE_SEGMENTS) {
-          for (const [who, auth] of Object.entries(auths)) {
+          for (const [who, auth] of credentials()) {
             if (who === 'garbage' || who === 'schemeOnly') continue;
             attempts.push({
               method: op.method,
@@ -142,7 +150,7 @@ describe('no caller input produces a 500', { timeout: 240_000 }, () => {
     const attempts: Attempt[] = [];
     for (const op of Object.values(operations)) {
       for (const body of BODIES) {
-        for (const [who, auth] of Object.entries(auths)) {
+        for (const [who, auth] of credentials()) {
           attempts.push({
             method: op.method === 'GET' ? 'GET' : op.method,
             url: urlFor(op.path, valid),
