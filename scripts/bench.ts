@@ -29,7 +29,7 @@
  *          --profile <dir> (writes V8 CPU profiles of the SQLite full-stack process and of the first PostgreSQL
  *          instance there, for Chrome DevTools),
  *          --baseline <checkout> (adds the full stack of another checkout, e.g. a `git worktree` of main, from
- *          its own `--compiled` folder when that is given, as a
+ *          its own `--compiled` folder, or `--baseline-compiled <dir>` in it, when that is given, as a
  *          target on the same data dir, and its cold start: a change measured against its base in one run),
  *          --files [--uploads <n>] (instead: the cost of one upload per blob store, scripts/bench/files.ts),
  *          --compiled <dist> (this checkout's service from `npm run build`'s output, as `npm start` runs it),
@@ -94,6 +94,8 @@ const { values: options } = parseArgs({
     // production, instead of the sources through tsx (PERF-33): tsx's transform and source maps cost start-up
     // time and memory that production never pays.
     compiled: { type: 'string' },
+    // The baseline's build folder, in the baseline checkout (default: --compiled's name there).
+    'baseline-compiled': { type: 'string' },
     // The PostgreSQL run (PERF-52): the PostgreSQL columns against bare Express, with their CPU per request.
     pg: { type: 'boolean', default: false },
     pin: { type: 'boolean', default: false },
@@ -117,7 +119,9 @@ const SERVICE_ARGS: string[] = options.compiled
   : ['--import', 'tsx', 'server/main.ts'];
 // The baseline checkout runs the same way as this one: its own build when `--compiled` names a folder
 // (built there too), so a before/after of a change compares two builds (issue 27).
-const BASELINE_ARGS: string[] | null = options.baseline ? serviceArgs(resolve(options.baseline), options.compiled) : null;
+const BASELINE_ARGS: string[] | null = options.baseline
+  ? serviceArgs(resolve(options.baseline), options['baseline-compiled'] ?? options.compiled)
+  : null;
 const children = new Children();
 const dataDir = mkdtempSync(join(tmpdir(), 'tis-bench-'));
 
