@@ -29,7 +29,7 @@
  *          --profile <dir> (writes V8 CPU profiles of the SQLite full-stack process and of the first PostgreSQL
  *          instance there, for Chrome DevTools),
  *          --baseline <checkout> (adds the full stack of another checkout, e.g. a `git worktree` of main, from
- *          its own `--compiled` folder when that is given, as a
+ *          its own `--compiled` folder, or `--baseline-compiled <dir>` in it, when that is given, as a
  *          target on the same data dir, and its cold start: a change measured against its base in one run),
  *          --files [--uploads <n>] (instead: the cost of one upload per blob store, scripts/bench/files.ts),
  *          --compiled <dist> (this checkout's service from `npm run build`'s output, as `npm start` runs it),
@@ -58,6 +58,7 @@ import {
   type PostgresColumns,
   startPostgresColumns,
 } from './bench/postgres.js';
+import { goalLines } from './bench/goals.js';
 import { type BenchRun, type Cell, markdownTables, p99Ratio, type RatioDef, ratioOf, writeRun } from './bench/report.js';
 import { Children, freePort, serviceArgs, untilAnswers } from './bench/scaffold.js';
 import { scoreSection } from './bench/scores.js';
@@ -93,15 +94,16 @@ const { values: options } = parseArgs({
     // production, instead of the sources through tsx (PERF-33): tsx's transform and source maps cost start-up
     // time and memory that production never pays.
     compiled: { type: 'string' },
+    // The baseline's build folder, in the baseline checkout (default: --compiled's name there).
+    'baseline-compiled': { type: 'string' },
     // The PostgreSQL run (PERF-52): the PostgreSQL columns against bare Express, with their CPU per request.
     pg: { type: 'boolean', default: false },
     pin: { type: 'boolean', default: false },
   },
 });
-if (options.pg) {
-  options['no-prism'] = true;
-  options['cold-starts'] = '0';
-}
+// The PostgreSQL run leaves Prism out; it keeps the cold start (of the build with --compiled), one of the
+// goals it judges (scripts/bench/goals.ts, PERF-161), unless `--cold-starts 0` says otherwise.
+if (options.pg) options['no-prism'] = true;
 const DURATION = Number(options.duration);
 const WARMUP = Number(options.warmup);
 const CONNECTIONS = options.connections.split(',').map((c) => Number(c.trim()));
@@ -117,7 +119,9 @@ const SERVICE_ARGS: string[] = options.compiled
   : ['--import', 'tsx', 'server/main.ts'];
 // The baseline checkout runs the same way as this one: its own build when `--compiled` names a folder
 // (built there too), so a before/after of a change compares two builds (issue 27).
-const BASELINE_ARGS: string[] | null = options.baseline ? serviceArgs(resolve(options.baseline), options.compiled) : null;
+const BASELINE_ARGS: string[] | null = options.baseline
+  ? serviceArgs(resolve(options.baseline), options['baseline-compiled'] ?? options.compiled)
+  : null;
 const children = new Children();
 const dataDir = mkdtempSync(join(tmpdir(), 'tis-bench-'));
 
@@ -537,6 +541,11 @@ async function main(): Promise<void> {
     const cpuColumns = postgres && options.pg ? postgres.columns.map((c) => c.name) : [];
     const metricsCost = metricsLines.length ? `What the metrics cost (OPS-10): ${metricsLines.join('\n')}\n\n` : '';
     process.stdout.write(`\n${markdownTables(run, SQLITE, BARE, cpuColumns)}\n${metricsCost}${cold}\n\n${rss}\n\n${p99s}\n\n${run.machine}\n`);
+    if (postgres && options.pg) {
+      const conns = CONNECTIONS[0] ?? 10;
+      const names = { sqlite: SQLITE, bare: BARE, pgOne: PG_ONE, pgTwo: PG_TWO };
+      process.stdout.write(`\nIssue 30's goals, this run, ${conns} connections:\n${goalLines(run, names, conns, coldStarts, run.rssMb, options.pin).join('\n')}\n`);
+    }
     const written = writeRun(run, resolve(repoRoot, options.out));
     process.stdout.write(`\nWritten: ${written.json}, ${written.svg}\n`);
     if (flagged.length) {

@@ -117,8 +117,10 @@ const urlFor = (template: string, params: Record<string, string>): string => fuz
  * a request without one, or with a malformed one, is refused before any statement with what it sent, which
  * the SQLite run shows for every credential (decision CI-28).
  */
+const REFUSED = ['none', 'garbage', 'schemeOnly'];
+const REFUSED_BODIES: ReadonlyArray<string | Uint8Array | undefined> = [undefined, '{}', deepObject];
 const credentials = (): Array<[string, string | null]> =>
-  Object.entries(auths).filter(([who]) => TEST_STORE !== 'postgres' || !['none', 'garbage', 'schemeOnly'].includes(who));
+  Object.entries(auths).filter(([who]) => TEST_STORE !== 'postgres' || !REFUSED.includes(who));
 const runAll = (attempts: Attempt[]) => runAttempts(attempts, 12);
 
 // Thousands of requests per test, about 33 s on PostgreSQL on CI's machine with a file beside it (CI-01):
@@ -151,6 +153,9 @@ describe('no caller input produces a 500', { timeout: 240_000 }, () => {
     for (const op of Object.values(operations)) {
       for (const body of BODIES) {
         for (const [who, auth] of credentials()) {
+          // A refused credential is refused before its body is read, and a body that upsets the parser
+          // does so with an accepted one too: the refused ones carry three bodies, not all (CI-28).
+          if (REFUSED.includes(who) && !REFUSED_BODIES.includes(body)) continue;
           attempts.push({
             method: op.method === 'GET' ? 'GET' : op.method,
             url: urlFor(op.path, valid),
