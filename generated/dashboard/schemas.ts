@@ -77,6 +77,7 @@ export type SchemaName = keyof typeof schemas;
 
 /** The `x-limits` and `x-messages` of component responses (decision KIT-20). */
 export const responses = {
+  "EmailTaken": {"x-messages":{"operator_email_taken":"an operator with the email {email} already exists","builder_email_taken":"a builder with the email {email} already exists"}},
   "SandboxLmsRegistrationKept": {"x-messages":{"deactivate":"this is the Sandbox's own LMS registration; deactivating it would stop every Sandbox launch and score, so it stays active (suspend a tool to close its Sandbox)"}},
   "LmsRefusalNotFound": {"x-messages":{"not_found":"no refusal is kept under report ID {report_id} (refusals are kept 30 days, 200 per registration)"}},
 } as const;

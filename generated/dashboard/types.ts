@@ -2486,6 +2486,18 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /**
+         * @description A builder or an operator already has this email (builders and operators share one email namespace); the
+         *     code and message name which (decision OPS-51).
+         */
+        EmailTaken: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description The body is not sent as application/json (decision GAP-14). */
         UnsupportedMediaType: {
             headers: {
@@ -2762,18 +2774,7 @@ export interface operations {
             400: components["responses"]["MalformedJson"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["PlatformOnly"];
-            /**
-             * @description Another builder or an operator has this email (builders and operators share one email namespace);
-             *     the code and message name which (decision OPS-51).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            409: components["responses"]["EmailTaken"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description A missing or blank name, a missing or invalid email, or an unknown field. */
             422: {
@@ -5059,18 +5060,7 @@ export interface operations {
             400: components["responses"]["MalformedJson"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["PlatformOnly"];
-            /**
-             * @description Another operator or a builder has this email (builders and operators share one email namespace);
-             *     the code and message name which (decision OPS-51).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            409: components["responses"]["EmailTaken"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description A missing or blank name, a missing or invalid email, or an unknown field. */
             422: {

@@ -4,7 +4,9 @@
  * bootstrap token (`PLATFORM_TOKEN` or `DATA_DIR/platform-token`) keeps working beside them. What people
  * see says operator, not builder: `opr_` IDs, `tiso_` tokens, its own messages (OPS-51).
  */
+import { responses } from '../../generated/dashboard/schemas.js';
 import type { components, operations } from '../../generated/dashboard/types.js';
+import { fillMessage } from '../../rules/messages.js';
 import { recordAction } from '../audit/index.js';
 import { Problem } from '../http/problem.js';
 import type { Handlers } from '../http/registry.js';
@@ -48,9 +50,10 @@ export function auditEntryJson(entry: AuditRecord): AuditEntryJson {
  */
 export async function emailTaken(store: Pick<Store, 'builders'>, email: string): Promise<Problem> {
   const holder = await store.builders.findByEmail(email);
+  const messages = responses.EmailTaken['x-messages'];
   return holder?.role === 'platform'
-    ? new Problem(409, 'operator_email_taken', `an operator with the email ${email} already exists`)
-    : new Problem(409, 'builder_email_taken', `a builder with the email ${email} already exists`);
+    ? new Problem(409, 'operator_email_taken', fillMessage(messages.operator_email_taken, { email }))
+    : new Problem(409, 'builder_email_taken', fillMessage(messages.builder_email_taken, { email }));
 }
 
 function isPosition(value: unknown): value is AuditPosition {
