@@ -6,6 +6,8 @@
  */
 import type { BenchRun, Cell } from './report.js';
 import type { ColdStart } from './cold-start.js';
+import { SCORE_OPERATION as SCORE } from './scores.js';
+import { STORAGE_OPERATIONS } from './storage.js';
 
 export interface GoalNames {
   sqlite: string;
@@ -14,10 +16,7 @@ export interface GoalNames {
   pgTwo: string;
 }
 
-const GET = 'storage GET (member row)';
-const PUT = 'storage PUT (member row, 160 B)';
-const PATCH = 'storage PATCH (one key)';
-const SCORE = 'score submission';
+const { get: GET, put: PUT, patch: PATCH } = STORAGE_OPERATIONS;
 
 function cell(run: BenchRun, op: string, conns: number, target: string): Cell | undefined {
   return run.cells[op]?.[String(conns)]?.[target];

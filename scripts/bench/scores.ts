@@ -14,6 +14,9 @@ import { gradedClass, registerWithLms } from './school-lms.js';
 /** Members the submissions are spread over: more than the largest connection count, so no queue waits. */
 export const SCORE_MEMBERS = 100;
 
+/** The score row's name, which the table, the floors file and the goals (goals.ts) key their cells by. */
+export const SCORE_OPERATION = 'score submission';
+
 export const scoreSection: BenchSection = {
   name: 'scores',
   async prepare({ services, lms }) {
@@ -24,7 +27,7 @@ export const scoreSection: BenchSection = {
     if (!first) throw new Error('no member to score');
     return [
       {
-        name: 'score submission',
+        name: SCORE_OPERATION,
         method: 'POST',
         path: first.path,
         spread: members,
