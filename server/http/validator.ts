@@ -238,6 +238,22 @@ export async function preprocessedDocuments(spec: Record<string, unknown>, respo
   return preprocess(lib, structuredClone(spec) as SpecDocument, ajvOpts.preprocessor, options['validateResponses']);
 }
 
+/**
+ * The document the library's validators compile each operation's schemas in. They put the document's
+ * `paths` and `components` beside every schema they compile ("for resolution with multi-file"), and Ajv
+ * walks that whole root, every key, on each compile to collect its ids: the paths (where the preprocessor
+ * has put every body and response in place) and the components' examples and responses are most of it,
+ * walked again for each request schema and each response status of each operation on its first use
+ * (PERF-200: 40% of a server test file's CPU, and part of the first request after a start). What is left
+ * out is never resolved through the root: the operation's own schemas come from `byOperation`, and the
+ * preprocessed documents `$ref` only into the components kept (`tests/server/core/validator-options.test.ts`
+ * resolves every `$ref` of every bundled spec in this root).
+ */
+export function compileRoot(doc: SpecDocument): SpecDocument {
+  const { examples: _examples, responses: _responses, ...components } = (doc['components'] ?? {}) as Record<string, unknown>;
+  return { ...doc, paths: {}, components };
+}
+
 async function buildValidators(lib: Library, spec: Record<string, unknown>, responseValidation: boolean): Promise<Validators> {
   const { RequestValidator } = lib;
   // The library's option normalization, exactly as its middleware would apply it (see validatorOptions);
@@ -264,10 +280,10 @@ async function buildValidators(lib: Library, spec: Record<string, unknown>, resp
   }
   const ResponseValidator = processed.apiDocRes ? await loadResponseValidator() : null;
   return {
-    request: new RequestValidator(processed.apiDoc as never, ajvOpts.request),
+    request: new RequestValidator(compileRoot(processed.apiDoc) as never, ajvOpts.request),
     response:
       ResponseValidator && processed.apiDocRes
-        ? (new ResponseValidator(processed.apiDocRes as never, ajvOpts.response, options['validateResponses'] as never, serial).validate() as RequestHandler)
+        ? (new ResponseValidator(compileRoot(processed.apiDocRes) as never, ajvOpts.response, options['validateResponses'] as never, serial).validate() as RequestHandler)
         : null,
     serial,
     byOperation,

@@ -12,7 +12,7 @@ import { SchemaPreprocessor } from 'express-openapi-validator/dist/middlewares/p
 import { defaultSerDes } from 'express-openapi-validator/dist/framework/base.serdes.js';
 import { dashboardServedSpec } from '../../../server/dashboard/mount.js';
 import { loadBundledSpec } from '../../../server/http/spec.js';
-import { preprocessedDocuments, validatorOptions } from '../../../server/http/validator.js';
+import { compileRoot, preprocessedDocuments, validatorOptions } from '../../../server/http/validator.js';
 
 const SPECS: Array<[string, () => Record<string, unknown>]> = [
   ['2026-09-21', () => loadBundledSpec('2026-09-21')],
@@ -76,6 +76,38 @@ describe('the validator as the library would build it (PERF-34)', () => {
       // The bundle as written by `npm run generate` is left as it was (the service shares one parse of it).
       const file = (api: string) => JSON.parse(readFileSync(new URL(`../../../generated/${api}/openapi.json`, import.meta.url), 'utf8')) as Record<string, unknown>;
       for (const api of ['2026-09-21', '2026-08-25', '2026-08-19', 'dashboard']) expect(loadBundledSpec(api)).toEqual(file(api));
+    });
+  }
+
+  for (const [name, load] of SPECS) {
+    it(`${name}: every $ref of the preprocessed documents resolves in the root the validators compile in (PERF-200)`, async () => {
+      const { apiDoc, apiDocRes } = await preprocessedDocuments(load(), true);
+      for (const doc of [apiDoc, apiDocRes] as Array<Record<string, unknown>>) {
+        const root = compileRoot(doc as never) as Record<string, unknown>;
+        const refs = new Set<string>();
+        const seen = new Set<object>();
+        const collect = (node: unknown): void => {
+          if (typeof node !== 'object' || node === null || seen.has(node)) return;
+          seen.add(node);
+          for (const [key, value] of Object.entries(node)) {
+            if (key === '$ref' && typeof value === 'string') refs.add(value);
+            // A media type's examples are documentation: no validator compiles or resolves them.
+            else if (key !== 'examples') collect(value);
+          }
+        };
+        collect(doc);
+        expect(refs.size).toBeGreaterThan(0);
+        const unresolved = [...refs].filter((ref) => {
+          if (!ref.startsWith('#/')) return true;
+          let at: unknown = root;
+          for (const part of ref.slice(2).split('/')) {
+            const key = decodeURIComponent(part).replaceAll('~1', '/').replaceAll('~0', '~');
+            at = typeof at === 'object' && at !== null ? (at as Record<string, unknown>)[key] : undefined;
+          }
+          return at === undefined;
+        });
+        expect(unresolved).toEqual([]);
+      }
     });
   }
 });
