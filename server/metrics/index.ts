@@ -8,12 +8,16 @@
  * Nothing names a tool, a course or a person.
  *
  * The request histogram is on every request's path, so it is a light one of its own (`request-histogram.ts`).
+ * So are the others (`series.ts`), and prom-client, with its default metrics, loads on the first scrape
+ * (decision PERF-190): it was a tenth of the CPU of a start, for a registry that only a scrape reads.
  */
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import type { RootDriver } from '../store/driver.js';
 import type { Publisher } from '../scores/publisher.js';
 import type { LmsEndpointField } from '../outbound/index.js';
 import { RequestHistogram } from './request-histogram.js';
+import { Counter, Gauge, KindHistogram } from './series.js';
+import type { ScrapedMetric } from './series.js';
 
 declare module '../http/services.js' {
   interface Services {
@@ -66,56 +70,47 @@ export function lmsRequestKind(request: { field: LmsEndpointField; url: string; 
 }
 
 export class ServiceMetrics {
-  readonly registry = new Registry();
   private readonly requests: RequestHistogram;
   private readonly scoreAttempts: Counter<'outcome'>;
-  private readonly lmsRequests: Histogram<'kind'>;
-  private readonly toolRequests: Histogram<'kind'>;
+  private readonly lmsRequests: KindHistogram<LmsRequestKind>;
+  private readonly toolRequests: KindHistogram<ToolRequestKind>;
   private readonly authFailures: Counter;
   private readonly authThrottled: Counter;
+  /** In the order a scrape shows them, before prom-client's default metrics. */
+  private readonly own: ScrapedMetric[];
+  private registry: Promise<Registry> | null = null;
+  private registered = 0;
 
   /** `enabled` false (`METRICS=off`): nothing is timed per request, and no default metrics are collected. */
   constructor(readonly enabled: boolean) {
-    const registers = [this.registry];
     this.requests = new RequestHistogram(
       'http_request_duration_seconds',
       'Time from a request’s arrival to its last byte written, by method, operation (operationId or route template) and status.',
       REQUEST_BUCKETS,
-      this.registry,
     );
-    this.scoreAttempts = new Counter({
-      name: 'tis_score_attempts_total',
-      help: 'Score attempts published to an LMS gradebook, by outcome (success or failed).',
-      labelNames: ['outcome'],
-      registers,
-    });
-    this.lmsRequests = new Histogram({
-      name: 'tis_lms_request_duration_seconds',
-      help: 'Calls to an LMS (token, score, line item, registration, keys, deep linking), whatever their answer.',
-      labelNames: ['kind'],
-      buckets: OUTBOUND_BUCKETS,
-      registers,
-    });
-    this.toolRequests = new Histogram({
-      name: 'tis_tool_request_duration_seconds',
-      help: 'Calls to a tool: its launch address checked before a launch, provision, locations; whatever their outcome.',
-      labelNames: ['kind'],
-      buckets: OUTBOUND_BUCKETS,
-      registers,
-    });
-    this.authFailures = new Counter({
-      name: 'tis_auth_failures_total',
-      help: 'Refused credentials that name nothing (unknown API keys and bearer tokens), as the throttle counts them.',
-      registers,
-    });
-    this.authThrottled = new Counter({
-      name: 'tis_auth_throttled_total',
-      help: 'Requests answered 429 by the credential throttle.',
-      registers,
-    });
     // Known at start so a scrape shows zeros rather than nothing before the first score.
-    for (const outcome of ['success', 'failed']) this.scoreAttempts.labels(outcome);
-    if (enabled) collectDefaultMetrics({ register: this.registry });
+    this.scoreAttempts = new Counter(
+      'tis_score_attempts_total',
+      'Score attempts published to an LMS gradebook, by outcome (success or failed).',
+      'outcome',
+      ['success', 'failed'],
+    );
+    this.lmsRequests = new KindHistogram(
+      'tis_lms_request_duration_seconds',
+      'Calls to an LMS (token, score, line item, registration, keys, deep linking), whatever their answer.',
+      OUTBOUND_BUCKETS,
+    );
+    this.toolRequests = new KindHistogram(
+      'tis_tool_request_duration_seconds',
+      'Calls to a tool: its launch address checked before a launch, provision, locations; whatever their outcome.',
+      OUTBOUND_BUCKETS,
+    );
+    this.authFailures = new Counter(
+      'tis_auth_failures_total',
+      'Refused credentials that name nothing (unknown API keys and bearer tokens), as the throttle counts them.',
+    );
+    this.authThrottled = new Counter('tis_auth_throttled_total', 'Requests answered 429 by the credential throttle.');
+    this.own = [this.requests, this.scoreAttempts, this.lmsRequests, this.toolRequests, this.authFailures, this.authThrottled];
   }
 
   /** One finished request (the access line's hook, both fronts). */
@@ -124,15 +119,15 @@ export class ServiceMetrics {
   }
 
   scoreAttempt(outcome: 'success' | 'failed'): void {
-    this.scoreAttempts.labels(outcome).inc();
+    this.scoreAttempts.inc(1, outcome);
   }
 
   lmsRequest(kind: LmsRequestKind, seconds: number): void {
-    this.lmsRequests.labels(kind).observe(seconds);
+    this.lmsRequests.observe(kind, seconds);
   }
 
   toolRequest(kind: ToolRequestKind, seconds: number): void {
-    this.toolRequests.labels(kind).observe(seconds);
+    this.toolRequests.observe(kind, seconds);
   }
 
   authFailed(count = 1): void {
@@ -147,44 +142,41 @@ export class ServiceMetrics {
   watchPool(driver: Pick<RootDriver, 'poolStats'>): void {
     const stats = driver.poolStats?.bind(driver);
     if (stats === undefined) return;
-    const registers = [this.registry];
-    new Gauge({
-      name: 'tis_db_pool_size',
-      help: 'PostgreSQL connections open in this instance’s pool (busy or idle).',
-      registers,
-      collect() {
-        this.set(stats().total);
-      },
+    this.own.push(
+      new Gauge('tis_db_pool_size', 'PostgreSQL connections open in this instance’s pool (busy or idle).', () => stats().total),
+      new Gauge('tis_db_pool_max', 'PostgreSQL connections this instance’s pool may open (DATABASE_POOL_SIZE).', () => stats().max),
+      new Gauge('tis_db_pool_idle', 'Idle PostgreSQL connections in this instance’s pool.', () => stats().idle),
+      new Gauge('tis_db_pool_waiting', 'Queries waiting for a PostgreSQL connection of this instance’s pool.', () => stats().waiting),
+    );
+  }
+
+  /**
+   * The registry, made on the first scrape (PERF-190): prom-client loaded, this app's metrics registered, and
+   * its default metrics (process and Node.js) collected from then on. Their counters read the process's own
+   * totals (CPU seconds, start time, heap); the GC-duration and event-loop-lag histograms count from the first
+   * scrape, which Prometheus sends within one scrape interval of the start.
+   */
+  private registryOf(): Promise<Registry> {
+    this.registry ??= import('prom-client').then(({ Registry, collectDefaultMetrics }) => {
+      const registry = new Registry();
+      this.registerOwn(registry);
+      if (this.enabled) collectDefaultMetrics({ register: registry });
+      return registry;
     });
-    new Gauge({
-      name: 'tis_db_pool_max',
-      help: 'PostgreSQL connections this instance’s pool may open (DATABASE_POOL_SIZE).',
-      registers,
-      collect() {
-        this.set(stats().max);
-      },
-    });
-    new Gauge({
-      name: 'tis_db_pool_idle',
-      help: 'Idle PostgreSQL connections in this instance’s pool.',
-      registers,
-      collect() {
-        this.set(stats().idle);
-      },
-    });
-    new Gauge({
-      name: 'tis_db_pool_waiting',
-      help: 'Queries waiting for a PostgreSQL connection of this instance’s pool.',
-      registers,
-      collect() {
-        this.set(stats().waiting);
-      },
-    });
+    return this.registry;
+  }
+
+  /** This app's metrics not yet in the registry (a pool watched after the first scrape, too). */
+  private registerOwn(registry: Registry): void {
+    for (const metric of this.own.slice(this.registered)) registry.registerMetric(metric as never);
+    this.registered = this.own.length;
   }
 
   /** The text a scrape gets, and its Content-Type. */
   async exposition(): Promise<{ contentType: string; body: string }> {
-    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+    const registry = await this.registryOf();
+    this.registerOwn(registry);
+    return { contentType: registry.contentType, body: await registry.metrics() };
   }
 }
 

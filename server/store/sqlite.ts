@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { mkdirSync } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { setImmediate, setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
@@ -58,6 +59,19 @@ const STATEMENT_CACHE_SIZE = 500;
  * could never finish. Reads outside a transaction wait for the mutex so they never see another flow's
  * uncommitted writes on the shared connection.
  */
+/**
+ * better-sqlite3's addon where `npm ci` puts it (prebuilt or compiled), named directly (PERF-192): without it
+ * the package's `bindings` helper tries a dozen paths before that one, a few milliseconds of every start.
+ * Elsewhere (a debug build), the package finds it as before.
+ */
+const NATIVE_BINDING: string | undefined = (() => {
+  try {
+    return createRequire(import.meta.url).resolve('better-sqlite3/build/Release/better_sqlite3.node');
+  } catch {
+    return undefined;
+  }
+})();
+
 export class SqliteDriver implements RootDriver {
   readonly dialect = 'sqlite' as const;
   readonly forUpdate = '';
@@ -83,7 +97,7 @@ export class SqliteDriver implements RootDriver {
     this.path = options.path;
     this.#busyTimeoutMs = options.busyTimeoutMs ?? 5000;
     if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true });
-    this.#db = new Database(options.path, { timeout: this.#busyTimeoutMs });
+    this.#db = new Database(options.path, { timeout: this.#busyTimeoutMs, ...(NATIVE_BINDING ? { nativeBinding: NATIVE_BINDING } : {}) });
     try {
       const mode = this.#db.pragma('journal_mode = WAL', { simple: true });
       if (mode !== 'wal' && options.path !== ':memory:') {
