@@ -92,8 +92,9 @@ export async function shows(locator: Locator, expected: string | RegExp, timeout
 }
 
 /**
- * Full-page screenshots of one suite, numbered in the order its steps ran:
- * test-artifacts/e2e/<suite>/NN-<name>.png (or under another folder of test-artifacts/, `root`).
+ * Screenshots of one suite, numbered in the order its steps ran: test-artifacts/e2e/<suite>/NN-<name>.png
+ * (or under another folder of test-artifacts/, `root`). Of the window only: a full page at 420 px cost more
+ * CPU than the step it showed (decision CI-40); `failureShots` keeps the full pages of a failed run.
  */
 export function screenshots(suite: string, root = ARTIFACTS): (page: Page, name: string) => Promise<void> {
   const dir = join(root, suite);
@@ -101,7 +102,7 @@ export function screenshots(suite: string, root = ARTIFACTS): (page: Page, name:
   return async (page, name) => {
     mkdirSync(dir, { recursive: true });
     shot += 1;
-    await page.screenshot({ path: join(dir, `${String(shot).padStart(2, '0')}-${name}.png`), fullPage: true });
+    await page.screenshot({ path: join(dir, `${String(shot).padStart(2, '0')}-${name}.png`) });
   };
 }
 
