@@ -15,7 +15,6 @@ const SLOW: Readonly<Record<string, number>> = {
   'default:tests/ops/first-hour.test.ts': 240,
   'default:tests/docs/site.test.ts': 135,
   'postgres:tests/server/core/fuzz.test.ts': 47,
-  'default:tests/lockstep/compile.test.ts': 36,
   'default:tests/lockstep/spec-change.test.ts': 35,
   'default:tests/server/core/fuzz.test.ts': 33,
   'default:tests/bin/tis.test.ts': 21,
