@@ -17,7 +17,6 @@ const SLOW: Readonly<Record<string, number>> = {
   'postgres:tests/server/core/fuzz.test.ts': 47,
   // Holds dashboard-sandbox, dashboard-lms and dashboard-states since CI-41: an estimate until CI measures it.
   'default:tests/e2e/dashboard-layout.test.ts': 40,
-  'default:tests/lockstep/compile.test.ts': 36,
   'default:tests/lockstep/spec-change.test.ts': 35,
   'default:tests/server/core/fuzz.test.ts': 33,
   'default:tests/bin/tis.test.ts': 21,

@@ -35,12 +35,11 @@ describe('npm run generate', () => {
   });
 
   it('is idempotent: a second run into the same folder writes nothing', async () => {
-    // The first run is beforeAll's: generating costs seconds, and two runs are what this needs.
+    // That a second run builds the same files is the test above: generated/ on disk is an earlier run's
+    // output, and this run's equals it byte for byte; so one build, written twice, shows the rest (CI-52).
     const first = await writeFiles(tempDir, fresh);
     expect([...first.values()].every((s) => s === 'written')).toBe(true);
-    const again = await generateFiles();
-    expect([...again.entries()]).toEqual([...fresh.entries()]);
-    const second = await writeFiles(tempDir, again);
+    const second = await writeFiles(tempDir, fresh);
     expect([...second.values()].filter((s) => s !== 'unchanged')).toEqual([]);
     expect(second.size).toBe(fresh.size);
   });
