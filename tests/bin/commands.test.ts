@@ -1,18 +1,24 @@
 /**
- * Every `tis` command against a real service on loopback, through the CLI's own `run` (the process entry is
- * covered by tis.test.ts): the first builder made with the bootstrap token, then everything the web dashboard
- * does (tools, settings with the three URLs, picker, placement, signed launch, grade history, key rotation,
- * team), named operators and the audit log. Help lists every option of every command.
+ * Every `tis` command against a real service on loopback, through the CLI's own `run` (the process entry,
+ * its exit codes and its stdout/stderr, is covered by tis.test.ts; decision CI-45): the first builder made
+ * with the bootstrap token, then everything the web dashboard does (tools, settings with the three URLs,
+ * picker, placement, signed launch, grade history, key rotation, team), named operators and the audit log;
+ * the operators' first commands (register, activate, suspend, rotate-key, sandbox-launch-url) with the
+ * credential from the environment, a flag or DATA_DIR/platform-token, checked back through the dashboard
+ * API; a refusal prints the API's `detail` (exit 1), a wrong command line says why (exit 2). Help lists every
+ * option of every command.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Io } from '../../bin/tis.ts';
 import { COMMANDS, invokedAs, run } from '../../bin/tis.ts';
+import { createDashboardClient, type DashboardClient } from '../../client/index.ts';
 import type { TestServer } from '../server/harness.ts';
 import { startServer } from '../server/harness.ts';
 import type { ToolServer } from '../server/outbound/fixtures.ts';
 import { answer, startToolServer, verifyToken } from '../server/outbound/fixtures.ts';
+import { launchPageOf } from '../server/sandbox/launch-chain.ts';
 
 let server: TestServer;
 let tool: ToolServer;
@@ -31,6 +37,17 @@ async function tis(args: string[], token?: string): Promise<Ran> {
   const env = { TIS_URL: server.url, ...(token !== undefined ? { TIS_TOKEN: token } : {}) };
   const code = await run(args, env, io);
   return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
+/**
+ * `tis <args>` with only the environment given, as the process entry hands it to `run`: its exit code and
+ * what it printed to stdout and stderr, each line ending in a newline as the process writes it.
+ */
+async function tisWith(args: readonly string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const code = await run(args, env, { out: (l) => (stdout += `${l}\n`), err: (l) => (stderr += `${l}\n`) });
+  return { code, stdout, stderr };
 }
 
 async function json<T = Record<string, unknown>>(args: string[], token?: string): Promise<T> {
@@ -223,5 +240,155 @@ describe('tis commands', () => {
     expect((await tis(['operators', 'revoke', operatorId], bootstrap)).out).toBe(`${operatorId} is revoked`);
     expect((await tis(['whoami'], operatorToken)).err).toBe('error: Invalid bearer token (HTTP 401)');
     expect((await tis(['operators', 'list'], bootstrap)).out).toMatch(new RegExp(`${operatorId} +kofi@northwind.example +tiso_\\.\\.\\.\\S{4} +\\d{4}-`));
+  });
+});
+
+describe("the operators' first commands", () => {
+  let platformToken: string;
+  let builderToken: string;
+  let builder: DashboardClient;
+
+  beforeAll(async () => {
+    platformToken = readFileSync(tokenFile, 'utf8').trim();
+    const platform = createDashboardClient({ baseUrl: server.url, token: platformToken });
+    const created = await platform.POST('/dashboard/v1/builders', { body: { name: 'Olu Operator', email: 'olu@northwind.example' } });
+    if (created.error) throw new Error(created.error.detail);
+    builderToken = created.data.token;
+    builder = createDashboardClient({ baseUrl: server.url, token: builderToken });
+  });
+
+  async function statusOf(appId: string): Promise<string | undefined> {
+    return (await builder.GET('/dashboard/v1/apps/{app_id}', { params: { path: { app_id: appId } } })).data?.status;
+  }
+
+  async function register(name: string): Promise<{ appId: string; apiKey: string }> {
+    const ran = await tisWith(['register', '--name', name], { TIS_URL: server.url, TIS_TOKEN: builderToken });
+    expect(ran.stderr).toBe("The API key is shown only this once; store it on the tool's server.\n");
+    expect(ran.code).toBe(0);
+    const match = /^registered (app_[a-z0-9]+) \(draft, self_hosted\)\napi_key: (ltiaas_\S+)\n$/.exec(ran.stdout);
+    expect(match, ran.stdout).not.toBeNull();
+    return { appId: match![1]!, apiKey: match![2]! };
+  }
+
+  it('refuses a wrong command line with exit 2 and says why', async () => {
+    const env = { TIS_URL: server.url, TIS_TOKEN: builderToken };
+    const cases: Array<[string[], Record<string, string>, string]> = [
+      [['launch'], env, 'error: unknown command "launch"'],
+      [['activate'], env, 'error: activate takes <app_id>'],
+      [['register'], env, 'error: register needs --name'],
+      [['register', '--name', 'X', '--hosting', 'cloud'], env, 'error: --hosting must be one of self_hosted, hosted'],
+      [['activate', 'app_x', '--as', 'manager'], env, 'error: activate does not take --as'],
+      [['sandbox-launch-url', 'app_x', 'plc_x', '--as', 'teacher'], env, 'error: --as must be one of instructor, assistant, manager, student_1, student_2'],
+      [['activate', 'app_x'], { TIS_TOKEN: platformToken }, 'error: the service URL is missing: pass --url or set TIS_URL'],
+      [['activate', 'app_x'], { TIS_URL: server.url }, 'error: the token is missing: pass --token or --token-file, or set TIS_TOKEN'],
+      [['activate', 'app_x', '--url', 'ftp://x'], { TIS_TOKEN: platformToken }, 'error: --url must be an http(s) URL, got "ftp://x"'],
+    ];
+    for (const [args, environment, message] of cases) {
+      const ran = await tisWith(args, environment);
+      expect(ran.code, args.join(' ')).toBe(2);
+      expect(ran.stderr.split('\n')[0], args.join(' ')).toBe(message);
+      expect(ran.stdout).toBe('');
+    }
+  });
+
+  it('registers a tool with a builder token from the environment, and prints the API key once', async () => {
+    const { appId, apiKey } = await register('First Quiz');
+    const app = await builder.GET('/dashboard/v1/apps/{app_id}', { params: { path: { app_id: appId } } });
+    expect(app.data).toMatchObject({ name: 'First Quiz', status: 'draft', hosting: 'self_hosted', api_key_hint: `ltiaas_...${apiKey.slice(-4)}` });
+
+    const hosted = await tisWith(['register', '--name', 'Hosted one', '--hosting', 'hosted', '--json'], { TIS_URL: server.url, TIS_TOKEN: builderToken });
+    expect(hosted.code).toBe(0);
+    expect(JSON.parse(hosted.stdout)).toMatchObject({ app: { name: 'Hosted one', hosting: 'hosted', status: 'draft' }, api_key: null });
+  });
+
+  it("prints the API's detail and exits 1 when the API refuses", async () => {
+    const { appId } = await register('Refused things');
+    const asPlatform = await tisWith(['register', '--name', 'Nope'], { TIS_URL: server.url, TIS_TOKEN: platformToken });
+    expect(asPlatform.code).toBe(1);
+    expect(asPlatform.stderr).toBe('error: registering a tool takes a builder credential; the platform team adds builders to a tool afterwards (HTTP 403)\n');
+
+    const byBuilder = await tisWith(['activate', appId], { TIS_URL: server.url, TIS_TOKEN: builderToken });
+    expect(byBuilder.code).toBe(1);
+    expect(byBuilder.stderr).toBe("error: this operation takes the platform team's credential (HTTP 403)\n");
+    expect(await statusOf(appId)).toBe('draft');
+
+    const unknown = await tisWith(['rotate-key', 'app_00000000000000000000'], { TIS_URL: server.url, TIS_TOKEN: builderToken });
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toBe('error: app app_00000000000000000000 not found (HTTP 404)\n');
+
+    const badToken = await tisWith(['activate', appId], { TIS_URL: server.url, TIS_TOKEN: 'tisb_nobody' });
+    expect(badToken.code).toBe(1);
+    expect(badToken.stderr).toBe('error: Invalid bearer token (HTTP 401)\n');
+  });
+
+  it('activates and suspends with the platform token read from DATA_DIR/platform-token', async () => {
+    const { appId } = await register('Status changes');
+    const flags = ['--url', server.url, '--token-file', tokenFile];
+    expect(await tisWith(['activate', appId, ...flags], {})).toEqual({ code: 0, stdout: `${appId} is active\n`, stderr: '' });
+    expect(await statusOf(appId)).toBe('active');
+    expect(await tisWith(['suspend', appId, ...flags], {})).toMatchObject({ code: 0, stdout: `${appId} is suspended\n` });
+    expect(await statusOf(appId)).toBe('suspended');
+  });
+
+  it('rotates the key: the new key is printed and the old one stops working', async () => {
+    const { appId, apiKey } = await register('Rotation');
+    const ran = await tisWith(['rotate-key', appId, '--url', server.url, '--token', builderToken], {});
+    expect(ran.code).toBe(0);
+    const newKey = /^api_key: (ltiaas_\S+)\n$/.exec(ran.stdout)?.[1];
+    expect(newKey).toMatch(/^ltiaas_app_[a-z0-9]{20,}_[A-Za-z0-9_-]{43}$/);
+    expect(newKey).not.toBe(apiKey);
+    expect(ran.stderr).toBe(`The old key stopped working; the new one (ltiaas_...${newKey!.slice(-4)}) is shown only this once.\n`);
+    const app = await builder.GET('/dashboard/v1/apps/{app_id}', { params: { path: { app_id: appId } } });
+    expect(app.data?.api_key_hint).toBe(`ltiaas_...${newKey!.slice(-4)}`);
+    // A score URL takes the API key; credentials are checked before anything else (GAP-23).
+    const sandbox = await builder.GET('/dashboard/v1/apps/{app_id}/sandbox', { params: { path: { app_id: appId } } });
+    const scores = `${server.url}/v1/contexts/${sandbox.data!.context}/apps/${appId}/locations/loc_00000000000000000000/members/mem_00000000000000000000/scores`;
+    const submit = (key: string): Promise<Response> =>
+      fetch(scores, { method: 'POST', headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' }, body: '{"score":1}' });
+    const old = await submit(apiKey);
+    expect(old.status).toBe(401);
+    expect(((await old.json()) as { detail: string }).detail).toBe('Invalid API key');
+    expect((await submit(newKey!)).status).not.toBe(401);
+  });
+
+  it('prints a Sandbox launch URL that opens the launch page for the tool', async () => {
+    const { appId } = await register('Launchable');
+    const set = await builder.PATCH('/dashboard/v1/apps/{app_id}', {
+      params: { path: { app_id: appId } },
+      body: { callback_url: tool.url('/launch'), provision_url: tool.url('/provision'), locations_url: tool.url('/locations') },
+    });
+    expect(set.error).toBeUndefined();
+    const picker = await builder.POST('/dashboard/v1/apps/{app_id}/sandbox/picker', { params: { path: { app_id: appId } } });
+    expect(picker.error).toBeUndefined();
+    const placed = await builder.POST('/dashboard/v1/apps/{app_id}/sandbox/placements', { params: { path: { app_id: appId } }, body: { extid: 'quiz-1' } });
+    if (placed.error) throw new Error(placed.error.detail);
+    const env = { TIS_URL: server.url, TIS_TOKEN: builderToken };
+
+    const ran = await tisWith(['sandbox-launch-url', appId, placed.data.id, '--as', 'instructor'], env);
+    expect(ran.code).toBe(0);
+    // The Sandbox LMS's launch URL (decision LTI-45), followed like a browser to the launch page.
+    expect(ran.stdout.trim()).toMatch(new RegExp(`^${server.url}/lms/launch/[A-Za-z0-9_-]+$`));
+    const url = await launchPageOf(ran.stdout.trim());
+    expect(ran.stderr).toMatch(/^Open it in a browser before \d{4}-\d{2}-\d{2}T.+; it works once\.\n$/);
+    // The page a browser would get: the launch form for the tool's callback URL, or the Provisioning
+    // page while the tool is still setting the placement up (it keeps the ticket and reloads).
+    let page = await fetch(url);
+    for (let i = 0; page.status === 202 && i < 20; i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      page = await fetch(url);
+    }
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain(`action="${tool.url('/launch')}"`);
+    expect(html).toContain('name="launch_data"');
+
+    const unknown = await tisWith(['sandbox-launch-url', appId, 'plc_00000000000000000000'], env);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toBe(`error: placement plc_00000000000000000000 is not in the Sandbox of app ${appId} (HTTP 404)\n`);
+
+    expect((await tisWith(['suspend', appId, '--url', server.url, '--token-file', tokenFile], {})).code).toBe(0);
+    const closed = await tisWith(['sandbox-launch-url', appId, placed.data.id], env);
+    expect(closed.code).toBe(1);
+    expect(closed.stderr).toBe(`error: tool ${appId} is suspended: its Sandbox is closed until the platform team activates it (HTTP 409)\n`);
   });
 });

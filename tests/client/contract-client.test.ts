@@ -1,5 +1,6 @@
-// The typed clients against Prism mocks of the specs (current, archived 2026-08-25, dashboard) and
-// against a recording server for the exact headers.
+// The typed clients against Prism mocks of the specs (current, dashboard) and against a recording server
+// for the exact requests and headers. An archived contract's client gets the 2026-08-25 spec's own answer
+// from the recording server; Prism serving that contract is tests/mocks/prism.test.ts's (decision CI-47).
 
 import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
@@ -29,20 +30,15 @@ const ids = { context_id: 'ctx_7k2m9q4r8t1v5w3x6y0z', app_id: 'app_3f9c2a7d1e5b8
 const scoreIds = { ...ids, location_id: 'loc_8d1f4h7k0m3p6r9t2v5x', member_id: 'mem_6h9k2m5p8r1t4w7y0b3d' };
 
 let prism: PrismMock;
-let prism0825: PrismMock;
 let prismDashboard: PrismMock;
 
 beforeAll(async () => {
   // `--errors`: a request that breaks the spec is answered with an error, never with a success example.
-  [prism, prism0825, prismDashboard] = await Promise.all([
-    startPrism('2026-09-21', ['--errors']),
-    startPrism('2026-08-25', ['--errors']),
-    startPrism('dashboard', ['--errors']),
-  ]);
+  [prism, prismDashboard] = await Promise.all([startPrism('2026-09-21', ['--errors']), startPrism('dashboard', ['--errors'])]);
 });
 
 afterAll(async () => {
-  await Promise.all([prism?.stop(), prism0825?.stop(), prismDashboard?.stop()]);
+  await Promise.all([prism?.stop(), prismDashboard?.stop()]);
 });
 
 describe('createContractClient against the Prism mock of 2026-09-21', () => {
@@ -127,26 +123,31 @@ describe('createContractClient against the Prism mock of 2026-09-21', () => {
 
 describe('createContractClient for an archived contract', () => {
   it('reads the app of 2026-08-25 with the API key', async () => {
-    const client = createContractClient({ version: '2026-08-25', baseUrl: prism0825.url, token: 'ltiaas_app_3f9c2a7d1e5b8h4j6k0m_secret' });
-    const { data, error } = await client.GET('/v1/apps/me');
-    expect(error).toBeUndefined();
-    expect(Object.values(archived.components.examples).map((e) => e.value)).toContainEqual(data);
-    if (data) expectTypeOf(data.grades_released).toEqualTypeOf<boolean>();
+    // The 2026-08-25 spec's own answer for /v1/apps/me, served by a recording server: the request the
+    // archived client makes and the typed data it gives back.
+    type Operation = { responses: Record<string, { content: Record<string, { examples?: Record<string, { $ref: string }> }> }> };
+    const paths = (archived as unknown as { paths: Record<string, { get: Operation }> }).paths;
+    const ref = Object.values(paths['/v1/apps/me']!.get.responses['200']!.content['application/json']!.examples ?? {})[0]!.$ref;
+    const answer = archived.components.examples[ref.split('/').at(-1)!]!.value;
+    const server = await recordingServer((_req, res) => sendJson(res, 200, answer));
+    try {
+      const client = createContractClient({ version: '2026-08-25', baseUrl: server.url, token: 'ltiaas_app_3f9c2a7d1e5b8h4j6k0m_secret' });
+      const { data, error } = await client.GET('/v1/apps/me');
+      expect(error).toBeUndefined();
+      expect(data).toEqual(answer);
+      if (data) expectTypeOf(data.grades_released).toEqualTypeOf<boolean>();
+      expect(server.requests.map((r) => [r.method, r.path, r.headers['contract-version'], r.headers.authorization])).toEqual([
+        ['GET', '/v1/apps/me', '2026-08-25', 'Bearer ltiaas_app_3f9c2a7d1e5b8h4j6k0m_secret'],
+      ]);
+    } finally {
+      await server.close();
+    }
   });
 
   it('refuses an unknown version at runtime', () => {
     expect(() =>
       createContractClient({ version: '2026-01-01' as ContractVersion, baseUrl: prism.url }),
     ).toThrow(/unknown contract version "2026-01-01"; served versions: 2026-09-21, 2026-08-25, 2026-08-19/);
-  });
-});
-
-describe('createDashboardClient against the Prism mock of the dashboard API', () => {
-  it('reads the caller', async () => {
-    const client = createDashboardClient({ baseUrl: prismDashboard.url, token: 'tisb_' + 'a'.repeat(43) });
-    const { data, error } = await client.GET('/dashboard/v1/me');
-    expect(error).toBeUndefined();
-    expect([example(dashboard, 'IdentityBuilder'), example(dashboard, 'IdentityPlatform')]).toContainEqual(data);
   });
 });
 

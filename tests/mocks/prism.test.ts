@@ -2,7 +2,7 @@
  * The mocks tool teams develop against (`npm run mock`, `mock:proxy`, `mock:tool`), over real HTTP: each
  * serves its own contract's examples, `Prefer` reaches named examples and error cases, a request that breaks
  * the spec is refused with the violation visible, the proxy validates a real upstream, and the launcher
- * stops Prism on a signal.
+ * stops Prism on a signal. The example quiz's `try-mock` step runs against the current contract's mock.
  */
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -11,6 +11,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contractVersions, currentContractVersion } from '../../generated/index.js';
 import { defaultPort, defaultPorts, planFrom, rewriteOrigins, toolDefaultPort } from '../../mocks/targets.js';
+import { runQuiz } from '../examples/quiz-process.js';
 import { isAlive, repoRoot, runLauncher, startMock, stopAllMocks, type RunningMock } from './launcher.js';
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -211,6 +212,19 @@ describe('Prism mocks started by the launcher', () => {
       const res = await fetch(`${currentMock.url}/v1/apps/me`, { headers: apiKey });
       expect(res.status).toBe(404);
     });
+
+    // The example quiz's README, step 1 (`npm run example:quiz -- try-mock`): one student attempt against
+    // this mock, the process as the README runs it (moved here from tests/examples/quiz.test.ts, which
+    // started a mock of its own for it: decision CI-46).
+    it('takes the example quiz\'s step 1: one attempt that makes only calls the contract allows', async () => {
+      const run = await runQuiz({}, ['try-mock', currentMock.url]);
+      expect(run.output).toContain('every call the quiz made is one the contract allows');
+      expect(run.code).toBe(0);
+      // Each kind of call the quiz makes on a launch was made.
+      for (const call of ['GET    ', 'PUT    ', 'PATCH  ', 'POST   /uploads -> 204', '/scores -> 200', '/files/answer-sheet.json -> 200']) {
+        expect(run.output).toContain(call);
+      }
+    }, 60_000);
   });
 
   describe('npm run mock -- <archived version>', () => {

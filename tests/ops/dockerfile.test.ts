@@ -2,13 +2,14 @@
  * The Dockerfile, checked as far as a machine without Docker can (issue 17 §3): multi-stage, the runtime
  * dependencies from `npm ci --omit=dev`, the build from `npm run build`, a non-root user, a health check on
  * /healthz, and a command that is what `npm start` runs. start.test.ts runs that very layout (package.json,
- * dist/ from the same build script, node_modules) and stops it with SIGTERM.
+ * dist/ from the same build script's JavaScript-only build, node_modules) and stops it with SIGTERM.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { REPO_ROOT } from '../e2e/support.ts';
 
+/** The checkout (not from tests/e2e/support.ts, whose import loads playwright-core). */
+const REPO_ROOT = join(import.meta.dirname, '../..');
 const dockerfile = readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8');
 /** Instructions, continuation lines joined, comments dropped. */
 const instructions = dockerfile
