@@ -93,6 +93,8 @@ export default defineConfig(async () => {
         include: ['tests/**/*.test.ts'],
         exclude: POSTGRES_ONLY,
         env: { TIS_TEST_STORE: 'sqlite' },
+        // The first-started SQLite DATA_DIR test servers are copied from (decision CI-55).
+        globalSetup: ['tests/server/sqlite-setup.ts'],
       },
     });
   }

@@ -41,6 +41,7 @@ import { ensureLmsLink, lmsGradebook } from '../../server/sandbox/lms-courses.js
 import { sandboxLmsClient } from '../../server/sandbox/lms-registration.js';
 import { exists, sandboxDeploymentId, TRIAL_LIS_ROLES } from '../../server/sandbox/lms-sandbox.js';
 import { scoresUrl } from '../../server/scores/ags.js';
+import { seedDataDir } from './sqlite-template.js';
 import type {
   AppRecord,
   AppStatus,
@@ -256,6 +257,8 @@ export async function startServer(options: StartServerOptions = {}): Promise<Tes
   const ownDir = options.dataDir === undefined;
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'tis-server-'));
   const stores = await storeConfig(dataDir, ownDir);
+  // A first start's migrations and keys, made once per run (CI-55); a test's own dataDir or clock starts empty.
+  if (ownDir && TEST_STORE === 'sqlite' && !options.clock) await seedDataDir(dataDir);
   const schema = stores.databaseSchema ?? null;
   if (schema !== null) {
     const use = schemaUses.get(schema) ?? { users: 0, orphaned: false };
