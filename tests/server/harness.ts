@@ -41,6 +41,7 @@ import { ensureLmsLink, lmsGradebook } from '../../server/sandbox/lms-courses.js
 import { sandboxLmsClient } from '../../server/sandbox/lms-registration.js';
 import { exists, sandboxDeploymentId, TRIAL_LIS_ROLES } from '../../server/sandbox/lms-sandbox.js';
 import { scoresUrl } from '../../server/scores/ags.js';
+import { poolRun } from './schema-pool.js';
 import { seedDataDir } from './sqlite-template.js';
 import type {
   AppRecord,
@@ -160,7 +161,7 @@ function postgres(): Promise<{ url: string; query: (sql: string) => Promise<void
  * drops what a run leaves behind, e.g. of a crashed test), or this process's outside vitest.
  */
 function runName(): string {
-  return (process.env['TIS_TEST_RUN'] ?? `p${process.pid}`).toLowerCase().replace(/[^a-z0-9]/g, '').slice(0, 16);
+  return poolRun();
 }
 
 function newSchemaName(): string {

@@ -1,5 +1,5 @@
 /**
- * Global setup of the `postgres` vitest project (vitest.config.ts). Each test server gets a schema of its
+ * Global setup of both vitest projects (vitest.config.ts), run once. Each test server gets a schema of its
  * own, named after this run (`tsrv_<run>_...`, tests/server/harness.ts) and dropped when the server stops;
  * the teardown drops whatever this run left behind (a test that failed before stopping its server), and
  * never another run's schemas, so parallel runs on one database do not disturb each other.
@@ -26,7 +26,13 @@ async function createTemplate(name: string): Promise<void> {
   await store.close();
 }
 
+/** Both projects list this setup (the store tests of the default one use the pool too, CI-56): the first makes the run. */
+const MADE = Symbol.for('tis.test.postgresRun');
+
 export default async function setup(): Promise<() => Promise<void>> {
+  const made = globalThis as { [MADE]?: true };
+  if (made[MADE]) return async () => undefined;
+  made[MADE] = true;
   const run = randomBytes(4).toString('hex');
   // Workers are forked after global setup, with this process's environment.
   process.env['TIS_TEST_RUN'] = run;

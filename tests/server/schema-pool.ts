@@ -21,6 +21,14 @@ export const TEMPLATE_ENV = 'TIS_TEST_SCHEMA_TEMPLATE';
 
 const MIGRATIONS_TABLE = 'schema_migrations';
 
+/**
+ * The run pooled schemas belong to: the vitest run's (its global setup names it), or this process's outside
+ * vitest. Test servers (tests/server/harness.ts) and the store tests (tests/store/helpers.ts) share one pool.
+ */
+export function poolRun(): string {
+  return (process.env['TIS_TEST_RUN'] ?? `p${process.pid}`).toLowerCase().replace(/[^a-z0-9]/g, '').slice(0, 16);
+}
+
 /** Everything that makes two schemas the same for the service, as one digest. */
 const SHAPE = `
 SELECT md5(coalesce(string_agg(item, ',' ORDER BY item), '')) AS shape FROM (
