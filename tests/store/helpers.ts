@@ -170,12 +170,12 @@ async function freshSchema(): Promise<{ schema: string; drop: () => Promise<void
 async function migratedSchema(): Promise<{ schema: string; done: () => Promise<void> }> {
   const pool = await import('../server/schema-pool.js');
   const schema = `t_${process.pid}_${randomBytes(5).toString('hex')}`;
-  const claimed = await pool.claimPooledSchema(POSTGRES_URL, pool.poolRun(), schema);
+  const claimed = await pool.claimPooledSchema(POSTGRES_URL, pool.poolRun(), schema, 'store');
   if (!claimed) await adminQuery(`CREATE SCHEMA ${schema}`);
   return {
     schema,
     done: async () => {
-      if (await pool.poolSchema(POSTGRES_URL, pool.poolRun(), schema)) return;
+      if (await pool.poolSchema(POSTGRES_URL, pool.poolRun(), schema, 'store')) return;
       await adminQuery(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
     },
   };
