@@ -45,8 +45,9 @@ export interface LmsStoreForFile {
 /**
  * A migrated LMS store with its first platform key, which each SQLite LMS of a file starts from as a copy
  * (decision CI-57): the key, an RSA 2048 key generation, was most of an LMS's start, and a file starts a
- * dozen. A key made at first start is shown once on each dialect by the first suite's JWKS test, and on an
- * empty store by tests/lms/shared-store.test.ts and tests/lms/store.test.ts.
+ * dozen. The key a first start makes on an empty store is still shown: on PostgreSQL here (a schema per
+ * profile starts empty) and racing in tests/lms/shared-store.test.ts, on SQLite in memory by
+ * tests/lms/browser.test.ts, whose launches verify against it.
  */
 async function sqliteTemplate(): Promise<{ dir: string; template: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'tis-lms-'));

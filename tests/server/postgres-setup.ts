@@ -43,17 +43,24 @@ async function createTemplate(name: string, kind: PoolKind): Promise<void> {
   }
 }
 
-/** Both projects list this setup (the store tests of the default one use the pool too, CI-56): the first makes the run. */
-const MADE = Symbol.for('tis.test.postgresRun');
+/**
+ * Both projects list this setup (the store tests of the default project use the pool too, CI-56). The first
+ * call makes the run (and its teardown drops the run's schemas, after every project's tests); each makes the
+ * templates its project needs: the store tests' migrated one, and the servers' first start in the `postgres`
+ * project only (the default project's servers run on SQLite).
+ */
+const RUN = Symbol.for('tis.test.postgresRun');
 
-export default async function setup(): Promise<() => Promise<void>> {
-  const made = globalThis as { [MADE]?: true };
-  if (made[MADE]) return async () => undefined;
-  made[MADE] = true;
-  const run = randomBytes(4).toString('hex');
+export default async function setup(project?: { name: string }): Promise<() => Promise<void>> {
+  const shared = globalThis as { [RUN]?: { run: string; reachable: boolean } };
+  const first = shared[RUN] === undefined;
+  const state = (shared[RUN] ??= { run: randomBytes(4).toString('hex'), reachable: true });
+  const run = state.run;
   // Workers are forked after global setup, with this process's environment.
   process.env['TIS_TEST_RUN'] = run;
-  for (const kind of ['store', 'server'] as const) {
+  const kinds: PoolKind[] = project?.name === 'default' ? ['store'] : ['store', 'server'];
+  for (const kind of kinds) {
+    if (!state.reachable || process.env[TEMPLATE_ENV[kind]]) continue;
     const template = `tsrv_${run}_${kind === 'store' ? 'template' : 'stemplate'}`;
     try {
       await createTemplate(template, kind);
@@ -61,9 +68,10 @@ export default async function setup(): Promise<() => Promise<void>> {
     } catch {
       // PostgreSQL unreachable or the template not made: every server gets a new schema, and the tests say
       // why PostgreSQL failed them.
-      break;
+      state.reachable = false;
     }
   }
+  if (!first) return async () => undefined;
   return async () => {
     const client = new pg.Client({ connectionString: url(), connectionTimeoutMillis: 5000 });
     try {
