@@ -93,6 +93,9 @@ export default defineConfig(async () => {
         include: ['tests/**/*.test.ts'],
         exclude: POSTGRES_ONLY,
         env: { TIS_TEST_STORE: 'sqlite' },
+        // The first-started SQLite DATA_DIR test servers are copied from (decision CI-55), and the run's
+        // PostgreSQL template and schema pool, which the store tests draw on too (CI-56).
+        globalSetup: ['tests/server/sqlite-setup.ts', 'tests/server/postgres-setup.ts'],
       },
     });
   }

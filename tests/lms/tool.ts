@@ -27,6 +27,18 @@ export const SCOPES = {
 };
 export const ALL_SCOPES = Object.values(SCOPES);
 
+let keyPair: ReturnType<typeof generateKeyPair> | null = null;
+
+/**
+ * One RSA key pair for every test tool of a file, each under a `kid` of its own (decision CI-57): a key
+ * generation took about a third of a second of CPU, and a file starts some twenty tools. The LMS finds a
+ * tool's key by its registered JWKS and the `kid`, so a `kid` another tool published is still unknown to it.
+ */
+function toolKeyPair(): ReturnType<typeof generateKeyPair> {
+  keyPair ??= generateKeyPair('RS256', { extractable: true });
+  return keyPair;
+}
+
 export class TestTool {
   readonly kid = `tool-${randomBytes(4).toString('hex')}`;
   private constructor(
@@ -37,7 +49,7 @@ export class TestTool {
   ) {}
 
   static async start(): Promise<TestTool> {
-    const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true });
+    const { privateKey, publicKey } = await toolKeyPair();
     const holder: { tool?: TestTool } = {};
     const server = createServer((req, res) => {
       if (req.url === '/jwks') {

@@ -37,7 +37,7 @@ const PUBLIC_URL = 'https://tis.crash.test';
  * several transactions and a publication, so on a loaded disk PUTs and PATCHes would otherwise reach the
  * total before more than a handful of scores did.
  */
-const KILL_AFTER_ACKS = 450;
+const KILL_AFTER_ACKS = 200;
 const MIN_PATCHES = 60;
 const MIN_SCORES = 15;
 /** Stops the burst regardless (and fails the test) when the minimums are not reached by then. */

@@ -41,6 +41,8 @@ import { ensureLmsLink, lmsGradebook } from '../../server/sandbox/lms-courses.js
 import { sandboxLmsClient } from '../../server/sandbox/lms-registration.js';
 import { exists, sandboxDeploymentId, TRIAL_LIS_ROLES } from '../../server/sandbox/lms-sandbox.js';
 import { scoresUrl } from '../../server/scores/ags.js';
+import { poolRun } from './schema-pool.js';
+import { seedDataDir } from './sqlite-template.js';
 import type {
   AppRecord,
   AppStatus,
@@ -159,7 +161,7 @@ function postgres(): Promise<{ url: string; query: (sql: string) => Promise<void
  * drops what a run leaves behind, e.g. of a crashed test), or this process's outside vitest.
  */
 function runName(): string {
-  return (process.env['TIS_TEST_RUN'] ?? `p${process.pid}`).toLowerCase().replace(/[^a-z0-9]/g, '').slice(0, 16);
+  return poolRun();
 }
 
 function newSchemaName(): string {
@@ -173,9 +175,10 @@ const poolable = new Set<string>();
 
 /**
  * The schema of `dataDir`, created with its marker on first use (once, when asked twice at once). A
- * harness-made `dataDir` (`pooled`) takes an emptied, already migrated schema from the pool when there is one.
+ * harness-made `dataDir` (`pooled`) goes back to the pool when released, and (`claim`, unless the test has
+ * a clock of its own) takes from it a schema emptied back to a first start's (CI-04, CI-56) when there is one.
  */
-function schemaFor(dataDir: string, pooled = false): Promise<string> {
+function schemaFor(dataDir: string, pooled = false, claim = pooled): Promise<string> {
   const marker = join(dataDir, SCHEMA_MARKER);
   if (existsSync(marker)) return Promise.resolve((JSON.parse(readFileSync(marker, 'utf8')) as { schema: string }).schema);
   let pending = creating.get(marker);
@@ -183,7 +186,7 @@ function schemaFor(dataDir: string, pooled = false): Promise<string> {
     pending = (async () => {
       const schema = newSchemaName();
       const admin = await postgres();
-      const claimed = pooled && (await (await import('./schema-pool.js')).claimPooledSchema(admin.url, runName(), schema));
+      const claimed = claim && (await (await import('./schema-pool.js')).claimPooledSchema(admin.url, runName(), schema, 'server'));
       if (!claimed) await admin.query(`CREATE SCHEMA ${schema}`);
       if (pooled) poolable.add(schema);
       writeFileSync(marker, JSON.stringify({ schema }));
@@ -202,15 +205,15 @@ async function releaseSchema(schema: string, dataDirGone: boolean): Promise<void
   if (use.users > 0 || !use.orphaned) return;
   schemaUses.delete(schema);
   const admin = await postgres();
-  if (poolable.delete(schema) && (await (await import('./schema-pool.js')).poolSchema(admin.url, runName(), schema))) return;
+  if (poolable.delete(schema) && (await (await import('./schema-pool.js')).poolSchema(admin.url, runName(), schema, 'server'))) return;
   await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
 }
 
 /** The store lines of a server's configuration for `dataDir` (SQLite needs none beyond `dataDir`). */
-async function storeConfig(dataDir: string, pooled = false): Promise<Partial<Config>> {
+async function storeConfig(dataDir: string, pooled = false, claim = pooled): Promise<Partial<Config>> {
   if (TEST_STORE === 'sqlite') return {};
   const { url } = await postgres();
-  return { databaseUrl: url, databaseSchema: await schemaFor(dataDir, pooled), blobStore: TEST_BLOB_STORE };
+  return { databaseUrl: url, databaseSchema: await schemaFor(dataDir, pooled, claim), blobStore: TEST_BLOB_STORE };
 }
 
 /**
@@ -255,7 +258,11 @@ export async function dropTestStore(dataDir: string): Promise<void> {
 export async function startServer(options: StartServerOptions = {}): Promise<TestServer> {
   const ownDir = options.dataDir === undefined;
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'tis-server-'));
-  const stores = await storeConfig(dataDir, ownDir);
+  // A first start's migrations and keys, made once per run (CI-55, CI-56); a test's own dataDir or clock
+  // starts empty (a pooled schema's keys were made at the real time).
+  const fromTemplate = ownDir && !options.clock;
+  const stores = await storeConfig(dataDir, ownDir, fromTemplate);
+  if (fromTemplate && TEST_STORE === 'sqlite') await seedDataDir(dataDir);
   const schema = stores.databaseSchema ?? null;
   if (schema !== null) {
     const use = schemaUses.get(schema) ?? { users: 0, orphaned: false };

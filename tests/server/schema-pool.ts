@@ -16,10 +16,26 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 
-/** Set by the global setup when the template exists; without it (outside vitest) every schema is new. */
-export const TEMPLATE_ENV = 'TIS_TEST_SCHEMA_TEMPLATE';
+/**
+ * Two pools, each with a template of its own (decision CI-56): `store`, the service's store freshly migrated
+ * (the store tests, tests/store/helpers.ts), and `server`, what a first start that reached the Sandbox LMS
+ * leaves (the service's and the LMS's tables, and a signing key of each), which test servers without a clock
+ * of their own start from (tests/server/harness.ts), as on SQLite (CI-55).
+ */
+export type PoolKind = 'store' | 'server';
+
+/** Set by the global setup when the templates exist; without them (outside vitest) every schema is new. */
+export const TEMPLATE_ENV: Record<PoolKind, string> = { store: 'TIS_TEST_SCHEMA_TEMPLATE', server: 'TIS_TEST_SERVER_SCHEMA_TEMPLATE' };
 
 const MIGRATIONS_TABLE = 'schema_migrations';
+
+/**
+ * The run pooled schemas belong to: the vitest run's (its global setup names it), or this process's outside
+ * vitest. Test servers (tests/server/harness.ts) and the store tests (tests/store/helpers.ts) share one pool.
+ */
+export function poolRun(): string {
+  return (process.env['TIS_TEST_RUN'] ?? `p${process.pid}`).toLowerCase().replace(/[^a-z0-9]/g, '').slice(0, 16);
+}
 
 /** Everything that makes two schemas the same for the service, as one digest. */
 const SHAPE = `
@@ -78,12 +94,14 @@ async function migrationsOf(client: pg.Client, schema: string): Promise<string> 
   return rows[0]?.applied ?? '';
 }
 
-let template: Promise<Template | null> | null = null;
+const templates = new Map<PoolKind, Promise<Template | null>>();
 
-/** The run's template, read once per process; null when there is none (no pooling). */
-function templateOf(url: string): Promise<Template | null> {
-  template ??= (async () => {
-    const name = process.env[TEMPLATE_ENV]?.trim();
+/** The run's template of a pool, read once per process; null when there is none (no pooling). */
+function templateOf(url: string, kind: PoolKind): Promise<Template | null> {
+  let template = templates.get(kind);
+  if (template) return template;
+  template = (async () => {
+    const name = process.env[TEMPLATE_ENV[kind]]?.trim();
     if (!name) return null;
     return withClient(url, async (client) => {
       const { rows } = await client.query<{ name: string }>(
@@ -99,11 +117,12 @@ function templateOf(url: string): Promise<Template | null> {
       return { name, shape: await shapeOf(client, name), migrations: await migrationsOf(client, name), tables, seeded };
     });
   })().catch(() => null);
+  templates.set(kind, template);
   return template;
 }
 
-function freePrefix(run: string): string {
-  return `tsrv_${run}_free_`;
+function freePrefix(run: string, kind: PoolKind): string {
+  return kind === 'store' ? `tsrv_${run}_free_` : `tsrv_${run}_sfree_`;
 }
 
 /**
@@ -111,12 +130,12 @@ function freePrefix(run: string): string {
  * the caller then creates `name` itself. Two workers may pick the same pooled schema; the rename lets one
  * have it and the other tries the next.
  */
-export async function claimPooledSchema(url: string, run: string, name: string): Promise<boolean> {
-  if ((await templateOf(url)) === null) return false;
+export async function claimPooledSchema(url: string, run: string, name: string, kind: PoolKind): Promise<boolean> {
+  if ((await templateOf(url, kind)) === null) return false;
   return withClient(url, async (client) => {
     const { rows } = await client.query<{ name: string }>(
       "SELECT nspname AS name FROM pg_namespace WHERE starts_with(nspname, $1) ORDER BY random() LIMIT 8",
-      [freePrefix(run)],
+      [freePrefix(run, kind)],
     );
     for (const { name: free } of rows) {
       try {
@@ -135,8 +154,8 @@ export async function claimPooledSchema(url: string, run: string, name: string):
  * Empties `schema` back to a freshly migrated one and puts it in the pool; false when it is not the
  * template's shape (or anything fails), and the caller drops it.
  */
-export async function poolSchema(url: string, run: string, schema: string): Promise<boolean> {
-  const tpl = await templateOf(url);
+export async function poolSchema(url: string, run: string, schema: string, kind: PoolKind): Promise<boolean> {
+  const tpl = await templateOf(url, kind);
   if (tpl === null) return false;
   try {
     return await withClient(url, async (client) => {
@@ -150,7 +169,7 @@ export async function poolSchema(url: string, run: string, schema: string): Prom
         'SET LOCAL session_replication_role = replica',
         ...tpl.tables.map((table) => `DELETE FROM ${target}.${quote(table)}`),
         ...tpl.seeded.map((table) => `INSERT INTO ${target}.${quote(table)} SELECT * FROM ${quote(tpl.name)}.${quote(table)}`),
-        `ALTER SCHEMA ${target} RENAME TO ${quote(`${freePrefix(run)}${randomUUID().replace(/-/g, '').slice(0, 12)}`)}`,
+        `ALTER SCHEMA ${target} RENAME TO ${quote(`${freePrefix(run, kind)}${randomUUID().replace(/-/g, '').slice(0, 12)}`)}`,
         'COMMIT',
       ];
       try {

@@ -161,6 +161,26 @@ async function freshSchema(): Promise<{ schema: string; drop: () => Promise<void
   return { schema, drop: () => adminQuery(`DROP SCHEMA IF EXISTS ${schema} CASCADE`) };
 }
 
+/**
+ * A freshly migrated schema: one the run's pool holds (emptied back to the template, tests/server/schema-pool.ts)
+ * when there is one, since migrating a new schema costs PostgreSQL about a second, and dropping it more
+ * (decision CI-56). Done with, it goes back to the pool when it still has the template's shape (a test
+ * that altered it has it dropped). Without the run's template (outside vitest) the pool is off.
+ */
+async function migratedSchema(): Promise<{ schema: string; done: () => Promise<void> }> {
+  const pool = await import('../server/schema-pool.js');
+  const schema = `t_${process.pid}_${randomBytes(5).toString('hex')}`;
+  const claimed = await pool.claimPooledSchema(POSTGRES_URL, pool.poolRun(), schema, 'store');
+  if (!claimed) await adminQuery(`CREATE SCHEMA ${schema}`);
+  return {
+    schema,
+    done: async () => {
+      if (await pool.poolSchema(POSTGRES_URL, pool.poolRun(), schema, 'store')) return;
+      await adminQuery(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    },
+  };
+}
+
 const postgresTarget: StoreTarget = {
   name: 'postgres',
   async emptyDatabase() {
@@ -168,7 +188,7 @@ const postgresTarget: StoreTarget = {
     return { location: { kind: 'postgres', databaseUrl: POSTGRES_URL, schema }, done: drop };
   },
   async fresh(options = {}) {
-    const { schema, drop } = await freshSchema();
+    const { schema, done: drop } = await migratedSchema();
     const location: StoreLocation = { kind: 'postgres', databaseUrl: POSTGRES_URL, schema };
     try {
       return withOthers(location, await openAt(location, options), drop);

@@ -119,7 +119,15 @@ describe.runIf(TEST_STORE === 'postgres')('instances whose very first start race
     await db.query('BEGIN');
     await db.query(`LOCK TABLE ${shared.DATABASE_SCHEMA}.lti_registrations IN SHARE ROW EXCLUSIVE MODE`);
     const pending = Promise.all([...instances, ...instances].map((instance) => call(instance, '/sandbox/lms/registration', { grants_line_item_scope: true })));
-    await new Promise((resolve) => setTimeout(resolve, 2500));
+    // Released once both instances' inserts wait on the lock (each process lets one first need through its
+    // in-flight guard), and at the latest after the 2.5 s the test waited before (decision CI-58).
+    const waiting = async (): Promise<number> =>
+      Number((await db.query<{ n: string }>(
+        "SELECT COUNT(*) AS n FROM pg_locks WHERE NOT granted AND relation = $1::regclass",
+        [`${shared.DATABASE_SCHEMA}.lti_registrations`],
+      )).rows[0]?.n);
+    const deadline = Date.now() + 2500;
+    while ((await waiting()) < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
     await db.query('COMMIT');
     const answers = await pending;
     const bodies = (await Promise.all(answers.map((a) => a.json()))) as { client_id: string }[];
