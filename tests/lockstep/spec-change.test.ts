@@ -27,7 +27,7 @@
  * `scripts/generate.ts` finds the repository from its own location, so run from the copy it writes the copy.
  */
 import { spawn } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -155,8 +155,12 @@ describe('a spec edit changes what the service does, or the compiler names the p
     for (const entry of COPIED) {
       cpSync(path.join(repoRoot, entry), path.join(copy, entry), { recursive: true, filter: (source) => source !== skipped });
     }
+    // The harness with every module beside it that it imports (the schema pool, the SQLite template), so a
+    // new import of the harness needs no edit here.
     mkdirSync(path.join(copy, 'tests', 'server'), { recursive: true });
-    cpSync(path.join(repoRoot, 'tests', 'server', 'harness.ts'), path.join(copy, 'tests', 'server', 'harness.ts'));
+    for (const file of readdirSync(path.join(repoRoot, 'tests', 'server')).filter((name) => name.endsWith('.ts') && !name.endsWith('.test.ts'))) {
+      cpSync(path.join(repoRoot, 'tests', 'server', file), path.join(copy, 'tests', 'server', file));
+    }
     symlinkSync(path.join(repoRoot, 'node_modules'), path.join(copy, 'node_modules'), 'dir');
     writeFileSync(path.join(copy, 'probe.ts'), PROBE);
     // The compiler options are the project's; the files are the two sides of the wire (tsc follows their
