@@ -101,16 +101,19 @@ function local(iso: string): string {
   return new Date(iso).toLocaleString(LOCALE, { dateStyle: 'medium', timeStyle: 'medium', timeZone: TIME_ZONE });
 }
 
-async function signIn(page: Page, token: string, who: string | RegExp): Promise<void> {
-  await page.goto(`${server.url}/dashboard/`);
+/** Signs in with the token; opens the dashboard first unless the page already shows its sign-in form. */
+async function signIn(page: Page, token: string, who: string | RegExp, { open = true }: { open?: boolean } = {}): Promise<void> {
+  if (open) await page.goto(`${server.url}/dashboard/`);
   await page.locator('#sign-in-token').fill(token);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await shows(page.locator('#identity-name'), who);
 }
 
+/** Signs out; the dashboard keeps nothing of the session in the tab's storage afterwards. */
 async function signOut(page: Page): Promise<void> {
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.locator('#sign-in').waitFor({ state: 'visible' });
+  expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
 }
 
 async function clipboard(page: Page): Promise<string> {
@@ -158,18 +161,6 @@ describe('web dashboard, end to end with the example quiz tool', () => {
     await tool?.stop();
   });
 
-  async function signIn(page: Page, token: string, who: string): Promise<void> {
-    await page.locator('#sign-in-token').fill(token);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await shows(page.locator('#identity-name'), who);
-  }
-
-  async function signOut(page: Page): Promise<void> {
-    await page.getByRole('button', { name: 'Sign out' }).click();
-    await page.locator('#sign-in').waitFor({ state: 'visible' });
-    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
-  }
-
   /** The claims of a launch token, read without verifying it: the tool verified it already. */
   function claimsOf(launchData: string): LaunchClaims {
     return JSON.parse(Buffer.from(launchData.split('.')[1]!, 'base64url').toString('utf8')) as LaunchClaims;
@@ -201,7 +192,7 @@ describe('web dashboard, end to end with the example quiz tool', () => {
     });
     // A fresh install: the sign-in page says where the platform team's token is (issue 29).
     await shows(page.locator('#sign-in-first-time'), /platform-token.*DATA_DIR/);
-    await signIn(page, platformToken, 'Platform team');
+    await signIn(page, platformToken, 'Platform team', { open: false });
     // The first builder, created and signed in as in one step (OPS-42): the registration form opens.
     await page.getByRole('link', { name: 'Builders' }).click();
     await page.locator('#builder-form input[name=name]').fill(BUILDER.name);
@@ -256,7 +247,7 @@ describe('web dashboard, end to end with the example quiz tool', () => {
 
     // The platform team activates it.
     await signOut(page);
-    await signIn(page, platformToken, 'Platform team');
+    await signIn(page, platformToken, 'Platform team', { open: false });
     await shows(page.locator('#tool-name'), 'Statistics Quiz');
     await page.getByRole('button', { name: 'Activate' }).click();
     await shows(page.locator('#tool-status'), 'active');
@@ -267,7 +258,7 @@ describe('web dashboard, end to end with the example quiz tool', () => {
     // The tool's head still shows the platform team's "active" from before the sign-out until the builder's
     // own read of the tool answers; a tab clicked before that answer is undone by it (seen under load).
     const toolRead = page.waitForResponse((res) => res.request().method() === 'GET' && new URL(res.url()).pathname === `/dashboard/v1/apps/${appId}`);
-    await signIn(page, builderToken, builderName);
+    await signIn(page, builderToken, builderName, { open: false });
     await toolRead;
     await shows(page.locator('#tool-status'), 'active');
 
