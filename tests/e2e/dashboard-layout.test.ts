@@ -89,6 +89,9 @@ beforeAll(async () => {
   await guard.install();
 }, 120_000);
 
+// Each test answers for its own console errors and requests, so one failure is reported once.
+beforeEach(() => guard.forget());
+
 afterAll(async () => {
   await context?.close();
   await browser?.close();
@@ -473,8 +476,20 @@ describe(`web dashboard at ${NARROW} and ${WIDE} px`, () => {
     await shows(page.locator('#settings-saved'), 'Saved.');
     await looksRight(page, 'settings');
 
-    // Sandbox: place an assessment; the labels follow provisioning to its end without a reload.
+    // Sandbox: place an assessment; the labels follow provisioning to its end without a reload. Until the
+    // tool's Sandbox is read, the picker waits: opened then, it named no course and was refused 404.
+    let release = (): void => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const sandboxRead = `${server.url}/dashboard/v1/apps/${appId}/sandbox`;
+    let passed: Promise<void> = Promise.resolve();
+    await page.route(sandboxRead, (route) => {
+      passed = held.then(() => route.continue());
+      return passed;
+    }, { times: 1 });
     await page.getByRole('tab', { name: 'Sandbox' }).click();
+    await expect.poll(() => page.getByRole('button', { name: 'Open the picker' }).isDisabled()).toBe(true);
+    release();
+    await passed;
     await page.getByRole('button', { name: 'Open the picker' }).click();
     await page.locator('#picker li[data-extid=week-1-quiz]').waitFor({ state: 'visible', timeout: 30_000 });
     await page.getByRole('button', { name: /^Place Week 1 quiz/ }).click();

@@ -60,6 +60,12 @@ export class BrowserGuard {
     page.on('pageerror', (error) => this.consoleErrors.push(`uncaught: ${error.message}`));
   }
 
+  /** Forgets what earlier tests saw, so each test answers only for its own errors and requests. */
+  forget(): void {
+    this.consoleErrors.length = 0;
+    this.foreignRequests.length = 0;
+  }
+
   /**
    * Runs a step whose only console errors must be the ones a refused API call makes Chromium log
    * (`Failed to load resource: the server responded with a status of <status> (<reason>)`), and asserts

@@ -67,6 +67,9 @@ export async function loadSandbox(ctx) {
   stopPolling();
   const error = byId('sandbox-error');
   say(error, null);
+  // Until this tool's Sandbox is read, the course its buttons act on is unknown (a picker opened then
+  // named no course and was refused 404): they wait, disabled, for the answer.
+  if (ctx.sandbox === null) renderSandbox(ctx);
   try {
     ctx.sandbox = await api('GET', `${appPath(ctx.appId)}/sandbox`);
   } catch (err) {
