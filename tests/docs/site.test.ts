@@ -119,25 +119,28 @@ interface MenuItem {
 async function expandedMenu(page: Page): Promise<MenuItem[]> {
   const selector = '[data-component-name="Menu/MenuItem"]';
   await page.waitForSelector(selector, { timeout: 30_000 });
-  const read = (): Promise<MenuItem[]> =>
-    page.$$eval(selector, (items) =>
-      items.map((item) => ({
-        label: item.querySelector('[data-testid="menu-item-label"]')?.textContent?.trim() ?? '',
-        href: item.querySelector('a')?.getAttribute('href') ?? '',
-      })),
-    );
-  const seen = new Map<string, MenuItem>();
-  const opened = new Set<string>();
-  for (let round = 0; round < 50; round++) {
-    for (const item of await read()) seen.set(`${item.href}|${item.label}`, item);
-    const groups = await page.$$eval(`${selector}.menu-item-type-group > a`, (links) => links.map((a) => a.getAttribute('href') ?? ''));
-    const next = groups.find((href) => !opened.has(href));
-    if (next === undefined) break;
-    opened.add(next);
-    await page.click(`${selector}.menu-item-type-group > a[href="${next}"]`);
-    await page.waitForTimeout(150);
-  }
-  return [...seen.values()];
+  // In the page itself, clicking the label as a person would: a Playwright round trip per read and per
+  // click cost 16 s of the four reference pages' 22 s; in the page they take 1.4 s (CI-38).
+  return page.evaluate(async (item) => {
+    const seen = new Map<string, { label: string; href: string }>();
+    const opened = new Set<string>();
+    for (let round = 0; round < 50; round++) {
+      for (const el of Array.from(document.querySelectorAll(item))) {
+        const label = el.querySelector('[data-testid="menu-item-label"]')?.textContent?.trim() ?? '';
+        const href = el.querySelector('a')?.getAttribute('href') ?? '';
+        seen.set(`${href}|${label}`, { label, href });
+      }
+      const next = Array.from(document.querySelectorAll<HTMLAnchorElement>(`${item}.menu-item-type-group > a`)).find(
+        (a) => !opened.has(a.getAttribute('href') ?? ''),
+      );
+      if (next === undefined) break;
+      opened.add(next.getAttribute('href') ?? '');
+      (next.querySelector<HTMLElement>('[data-testid="menu-item-label"]') ?? next).click();
+      // Redoc renders the opened group on the next frame.
+      await new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)));
+    }
+    return [...seen.values()];
+  }, selector);
 }
 
 interface Measured {
