@@ -371,7 +371,8 @@ describe('two instances on one database', () => {
         expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
         expect(await detail(response)).toMatchObject({ code: 'store_busy', detail: 'the service is busy; retry shortly' });
       }
-      // The 5 s lock timeout of S-33, not a hang.
+      // The 5 s lock timeout of S-33, not a hang: the second waiter waits for the tuple lock, then for the
+      // holder, each up to the timeout, so the pair answers after about 10 s.
       expect(waited).toBeGreaterThanOrEqual(4_500);
       expect(waited).toBeLessThan(20_000);
     } finally {
