@@ -46,9 +46,17 @@ type SpecObject = Record<string, unknown>;
 
 /** The dashboard spec as the validator gets it: only the `/dashboard/v1/` paths this mount serves. */
 export function dashboardServedSpec(full: SpecObject = loadBundledSpec('dashboard')): SpecObject {
-  const paths = (full['paths'] ?? {}) as Record<string, unknown>;
-  return { ...full, paths: Object.fromEntries(Object.entries(paths).filter(([path]) => path.startsWith(`${DASHBOARD_PATH}/`))) };
+  // One object per bundle, as `loadBundledSpec` gives, so every mount in a process shares its validators.
+  let spec = served.get(full);
+  if (!spec) {
+    const paths = (full['paths'] ?? {}) as Record<string, unknown>;
+    spec = { ...full, paths: Object.fromEntries(Object.entries(paths).filter(([path]) => path.startsWith(`${DASHBOARD_PATH}/`))) };
+    served.set(full, spec);
+  }
+  return spec;
 }
+
+const served = new WeakMap<SpecObject, SpecObject>();
 
 function buildDashboardPipeline(services: Services, options: PipelineOptions): RequestHandler {
   const ids = Object.keys(dashboardHandlers) as DashboardOperationId[];

@@ -48,7 +48,7 @@ interface OperationSchemas {
   responseSchema: unknown;
 }
 
-interface Validators {
+export interface Validators {
   request: RequestValidator;
   response: RequestHandler | null;
   serial: number;
@@ -300,13 +300,34 @@ function specOperations(spec: Record<string, unknown>): OperationEntry[] {
   );
 }
 
+/**
+ * The validators of each parsed spec (one object per bundle and process, `loadBundledSpec`), with response
+ * validation on and off. What they compile depends on nothing else, so every app made from the same spec
+ * in one process (test servers started one after another in a worker, CI-39) compiles each operation's
+ * schemas once; a service has one app per spec, for which nothing changes.
+ */
+const builtFor = new WeakMap<Record<string, unknown>, Map<boolean, Promise<Validators>>>();
+
+export function validatorsOf(spec: Record<string, unknown>, responseValidation: boolean): Promise<Validators> {
+  let bySetting = builtFor.get(spec);
+  if (!bySetting) builtFor.set(spec, (bySetting = new Map()));
+  let built = bySetting.get(responseValidation);
+  if (!built) {
+    built = loadLibrary().then((lib) => buildValidators(lib, spec, responseValidation));
+    // A failed build is not kept: the next request tries again, as it did when each app built its own.
+    built.catch(() => bySetting.delete(responseValidation));
+    bySetting.set(responseValidation, built);
+  }
+  return built;
+}
+
 export function validatorRunner(spec: Record<string, unknown>, responseValidation: boolean): Runner {
   let validators: Validators | undefined;
   let building: Promise<Validators> | undefined;
   let router: OperationRouter | undefined;
   return async (req, res, lateError, given) => {
     if (!validators) {
-      building ??= loadLibrary().then((lib) => buildValidators(lib, spec, responseValidation));
+      building ??= validatorsOf(spec, responseValidation);
       validators = await building;
     }
     let match = given;

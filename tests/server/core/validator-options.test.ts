@@ -12,7 +12,7 @@ import { SchemaPreprocessor } from 'express-openapi-validator/dist/middlewares/p
 import { defaultSerDes } from 'express-openapi-validator/dist/framework/base.serdes.js';
 import { dashboardServedSpec } from '../../../server/dashboard/mount.js';
 import { loadBundledSpec } from '../../../server/http/spec.js';
-import { compileRoot, preprocessedDocuments, validatorOptions } from '../../../server/http/validator.js';
+import { compileRoot, preprocessedDocuments, validatorOptions, validatorsOf } from '../../../server/http/validator.js';
 
 const SPECS: Array<[string, () => Record<string, unknown>]> = [
   ['2026-09-21', () => loadBundledSpec('2026-09-21')],
@@ -110,4 +110,16 @@ describe('the validator as the library would build it (PERF-34)', () => {
       }
     });
   }
+});
+
+describe('validators shared in a process (CI-39)', () => {
+  it('are built once per spec and setting: every app of the same bundle gets the same ones', () => {
+    const current = loadBundledSpec('2026-09-21');
+    expect(validatorsOf(current, true)).toBe(validatorsOf(loadBundledSpec('2026-09-21'), true));
+    expect(validatorsOf(current, false)).not.toBe(validatorsOf(current, true));
+    expect(validatorsOf(loadBundledSpec('2026-08-25'), true)).not.toBe(validatorsOf(current, true));
+    // The dashboard mounts its served part of the bundle: the same object at every mount.
+    expect(dashboardServedSpec()).toBe(dashboardServedSpec());
+    expect(validatorsOf(dashboardServedSpec(), true)).toBe(validatorsOf(dashboardServedSpec(), true));
+  });
 });
