@@ -2083,7 +2083,7 @@ export interface components {
          * Problem
          * @description The service's error envelope, RFC 9457 `application/problem+json` (decision NS-15). `detail` carries the
          *     contract's exact message; `code` is a stable machine-readable name; `request_id` matches the `Request-Id`
-         *     response header and the service's logs; `errors` lists each validation failure.
+         *     response header and the service's logs; `errors` lists the validation failures, the first 100 at most.
          */
         Problem: {
             /**
@@ -2104,6 +2104,12 @@ export interface components {
              *     stays in `detail` unchanged; absent when there is nothing to add.
              */
             hint?: string;
+            /**
+             * @description Each validation failure, in the order the service found them, once each; at most `maxItems` (decision
+             *     H-23). A request with more failures (a body with thousands of unknown fields) is answered with the
+             *     first ones: the answer never grows with what the caller sent, and `detail` names the failure that
+             *     decided it.
+             */
             errors?: {
                 /** @description JSON Pointer into the request, for example `/body/score`. */
                 path: string;

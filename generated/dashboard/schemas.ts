@@ -4,7 +4,7 @@
  */
 
 export const schemas = {
-  "Problem": {"type":"object","required":["type","title","status","detail","code"],"properties":{"type":{"type":"string","const":"about:blank"},"title":{"type":"string"},"status":{"type":"integer","minimum":400,"maximum":599},"detail":{"type":"string"},"code":{"type":"string","pattern":"^[a-z][a-z0-9_]*$"},"request_id":{"type":"string"},"hint":{"type":"string"},"errors":{"type":"array","items":{"type":"object","required":["path","message"],"properties":{"path":{"type":"string"},"message":{"type":"string"}},"additionalProperties":false}}},"additionalProperties":false},
+  "Problem": {"type":"object","required":["type","title","status","detail","code"],"properties":{"type":{"type":"string","const":"about:blank"},"title":{"type":"string"},"status":{"type":"integer","minimum":400,"maximum":599},"detail":{"type":"string"},"code":{"type":"string","pattern":"^[a-z][a-z0-9_]*$"},"request_id":{"type":"string"},"hint":{"type":"string"},"errors":{"type":"array","maxItems":100,"items":{"type":"object","required":["path","message"],"properties":{"path":{"type":"string"},"message":{"type":"string"}},"additionalProperties":false}}},"additionalProperties":false},
   "LocationType": {"type":"string","enum":["assessment","practice","content","setup"]},
   "ActivityProgress": {"type":"string","enum":["Completed","Submitted"],"default":"Completed"},
   "GradingProgress": {"type":"string","enum":["FullyGraded","Pending"],"default":"FullyGraded"},

@@ -3,6 +3,10 @@
  * (decision NS-15). Handlers throw `Problem`; the app turns it into the body and headers.
  */
 import { STATUS_CODES } from 'node:http';
+import { schemas } from '../../generated/2026-09-21/schemas.js';
+
+/** How many field errors an answer lists at most (the spec's `Problem.errors.maxItems`, decision H-23). */
+export const PROBLEM_MAX_ERRORS: number = schemas.Problem.properties.errors.maxItems;
 
 export interface ProblemFieldError {
   /** JSON Pointer into the request, e.g. `/body/score`, `/path/key`. */
@@ -64,7 +68,7 @@ export class Problem extends Error {
       code: this.code,
     };
     if (requestId !== undefined) body.request_id = requestId;
-    if (this.errors !== undefined && this.errors.length > 0) body.errors = this.errors.map((e) => ({ ...e }));
+    if (this.errors !== undefined && this.errors.length > 0) body.errors = this.errors.slice(0, PROBLEM_MAX_ERRORS).map((e) => ({ ...e }));
     if (this.hint !== undefined) body.hint = this.hint;
     return body;
   }

@@ -8,7 +8,7 @@
  */
 import { schemas } from '../../generated/2026-09-21/schemas.js';
 import { PATCH_WRAPPER_MESSAGE, validatePatchShape } from '../../rules/json-patch.js';
-import { Problem } from './problem.js';
+import { Problem, PROBLEM_MAX_ERRORS } from './problem.js';
 import type { ProblemFieldError } from './problem.js';
 import type { OperationEntry } from './routes.js';
 import { SCORE_BODY_MESSAGES } from '../scores/validate.js';
@@ -129,37 +129,50 @@ export const MAPPING_RULES: readonly MappingRule[] = [
   { kind: 'message', name: 'body', ops: any, path: '/body/**', status: 422, code: 'invalid_body', message: (f) => `request body is invalid: ${f.path.slice('/body'.length) || '/'} ${f.message}` },
 ];
 
-function pathMatches(pattern: string, path: string): boolean {
+/** A rule's pointer split into segments, once per pattern (a body can bring tens of thousands of failures). */
+const patternSegments = new Map<string, readonly string[]>();
+
+function pathMatches(pattern: string, path: string, pathSegments: readonly string[]): boolean {
   if (pattern.endsWith('/**')) {
     const prefix = pattern.slice(0, -3);
     return path === prefix || path.startsWith(`${prefix}/`);
   }
-  const p = pattern.split('/');
-  const s = path.split('/');
-  if (p.length !== s.length) return false;
-  return p.every((seg, i) => seg === '*' || seg === s[i]);
+  let p = patternSegments.get(pattern);
+  if (!p) patternSegments.set(pattern, (p = pattern.split('/')));
+  if (p.length !== pathSegments.length) return false;
+  return p.every((seg, i) => seg === '*' || seg === pathSegments[i]);
 }
 
-function ruleMatches(rule: MappingRule, op: OperationEntry, failure: ValidationFailure): boolean {
-  if (!rule.ops(op) || !pathMatches(rule.path, failure.path)) return false;
+/** Whether a rule that applies to the operation matches the failure. */
+function ruleMatches(rule: MappingRule, failure: ValidationFailure, pathSegments: readonly string[]): boolean {
+  if (!pathMatches(rule.path, failure.path, pathSegments)) return false;
   if (rule.kind === 'message' && rule.keywords && !rule.keywords.includes(failure.keyword)) return false;
   return true;
 }
 
-/** Builds the one problem for all of a request's validation failures. */
+/**
+ * Builds the one problem for all of a request's validation failures. Every failure counts toward the
+ * answer's status and `detail`; `errors` keeps the first `PROBLEM_MAX_ERRORS` distinct ones (H-23), so a
+ * body of 80,000 unknown fields costs one pass over the operation's rules per failure, not a rendered
+ * message each and an answer five times its size.
+ */
 export function mapValidationFailures(
   op: OperationEntry,
   failures: readonly ValidationFailure[],
   request: RefusedRequest,
   rules: readonly MappingRule[] = MAPPING_RULES,
 ): Problem {
+  // The operation's own rules, with their places in the table (first match wins), decided once per request.
+  const applicable = rules.flatMap((rule, index) => (rule.ops(op) ? [{ rule, index }] : []));
   let best: { index: number; rule: MappingRule; failure: ValidationFailure } | null = null;
   const errors: ProblemFieldError[] = [];
   const seen = new Set<string>();
   for (const failure of failures) {
-    const index = rules.findIndex((rule) => ruleMatches(rule, op, failure));
-    const rule = index === -1 ? undefined : rules[index];
-    if (rule && (best === null || index < best.index)) best = { index, rule, failure };
+    const segments = failure.path.split('/');
+    const found = applicable.find(({ rule }) => ruleMatches(rule, failure, segments));
+    if (found && (best === null || found.index < best.index)) best = { index: found.index, rule: found.rule, failure };
+    if (errors.length >= PROBLEM_MAX_ERRORS) continue;
+    const rule = found?.rule;
     const message = rule?.kind === 'message' ? render(rule, failure, request) : failure.message;
     const key = `${failure.path}\u0000${message}`;
     if (!seen.has(key)) {
@@ -170,7 +183,8 @@ export function mapValidationFailures(
   if (best?.rule.kind === 'resolver') {
     const resolved = best.rule.resolve(failures, request);
     if (resolved) return resolved;
-    const fallback = rules.findIndex((r, i) => i > best.index && ruleMatches(r, op, best.failure));
+    const bestSegments = best.failure.path.split('/');
+    const fallback = rules.findIndex((r, i) => i > best.index && r.ops(op) && ruleMatches(r, best.failure, bestSegments));
     const rule = rules[fallback];
     if (rule?.kind === 'message') return new Problem(rule.status, rule.code, render(rule, best.failure, request), { errors });
   }

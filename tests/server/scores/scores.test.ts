@@ -6,6 +6,7 @@
  * contract's grade error table, the attempt record, and the publication outcomes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { schemas } from '../../../generated/2026-09-21/schemas.js';
 import { AGS_SCOPE } from '../../../server/lti/vocabulary.js';
 import type { AttemptRecord } from '../../../server/store/index.js';
 import type { PlacedLocation, TestLaunch, TestServer, Tool } from '../harness.js';
@@ -473,6 +474,20 @@ describe('submit a score: the request (Errors › Grade submission)', () => {
     }
     expect((await attemptsOf(quiz)).length).toBe(before);
     expect((await gradebookScore(quiz, student.member.id)).score?.timestamp).toBe(stamp);
+  });
+
+  it('answers a body of 5,000 unknown fields with the first, listing the first 100 of them only (H-23)', async () => {
+    const body: Record<string, unknown> = { score: 0.5 };
+    for (let i = 0; i < 5000; i += 1) body[`extra_${i}`] = i;
+    const res = await post(contextsUrl(quiz, student.member.id), apiKeyAuth(), body);
+    expect(res.status).toBe(422);
+    const problem = await problemOf(res);
+    expect(problem.detail).toBe('unknown field: extra_0');
+    // The cap is the spec's own (Problem.errors.maxItems), which response validation holds the answer to.
+    const errors = problem.body['errors'] as Array<{ path: string; message: string }>;
+    expect(errors).toHaveLength(schemas.Problem.properties.errors.maxItems);
+    expect(errors[0]).toEqual({ path: '/body/extra_0', message: 'unknown field: extra_0' });
+    expect(errors.at(-1)?.path).toBe('/body/extra_99');
   });
 
   it('answers an empty body 422 score is required, malformed JSON 400 and another media type 415', async () => {
