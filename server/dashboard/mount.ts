@@ -44,6 +44,8 @@ export const dashboardHandlers: Handlers<Pick<operations, DashboardOperationId>>
 
 type SpecObject = Record<string, unknown>;
 
+const served = new WeakMap<SpecObject, SpecObject>();
+
 /** The dashboard spec as the validator gets it: only the `/dashboard/v1/` paths this mount serves. */
 export function dashboardServedSpec(full: SpecObject = loadBundledSpec('dashboard')): SpecObject {
   // One object per bundle, as `loadBundledSpec` gives, so every mount in a process shares its validators.
@@ -55,8 +57,6 @@ export function dashboardServedSpec(full: SpecObject = loadBundledSpec('dashboar
   }
   return spec;
 }
-
-const served = new WeakMap<SpecObject, SpecObject>();
 
 function buildDashboardPipeline(services: Services, options: PipelineOptions): RequestHandler {
   const ids = Object.keys(dashboardHandlers) as DashboardOperationId[];

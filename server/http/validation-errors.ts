@@ -184,8 +184,7 @@ export function mapValidationFailures(
     const resolved = best.rule.resolve(failures, request);
     if (resolved) return resolved;
     const bestSegments = best.failure.path.split('/');
-    const fallback = rules.findIndex((r, i) => i > best.index && r.ops(op) && ruleMatches(r, best.failure, bestSegments));
-    const rule = rules[fallback];
+    const rule = applicable.find(({ rule: r, index }) => index > best.index && ruleMatches(r, best.failure, bestSegments))?.rule;
     if (rule?.kind === 'message') return new Problem(rule.status, rule.code, render(rule, best.failure, request), { errors });
   }
   if (best?.rule.kind === 'message') {

@@ -314,7 +314,7 @@ export function validatorsOf(spec: Record<string, unknown>, responseValidation: 
   let built = bySetting.get(responseValidation);
   if (!built) {
     built = loadLibrary().then((lib) => buildValidators(lib, spec, responseValidation));
-    // A failed build is not kept: the next request tries again, as it did when each app built its own.
+    // A failed build is not kept: the next request tries again.
     built.catch(() => bySetting.delete(responseValidation));
     bySetting.set(responseValidation, built);
   }
@@ -323,13 +323,9 @@ export function validatorsOf(spec: Record<string, unknown>, responseValidation: 
 
 export function validatorRunner(spec: Record<string, unknown>, responseValidation: boolean): Runner {
   let validators: Validators | undefined;
-  let building: Promise<Validators> | undefined;
   let router: OperationRouter | undefined;
   return async (req, res, lateError, given) => {
-    if (!validators) {
-      building ??= validatorsOf(spec, responseValidation);
-      validators = await building;
-    }
+    validators ??= await validatorsOf(spec, responseValidation);
     let match = given;
     if (!match) {
       router ??= new OperationRouter(specOperations(spec));
