@@ -7,10 +7,11 @@ import {
   MEMBER_ROW_MAX_BYTES,
   RowTooLargeError,
   SHARED_ROW_MAX_BYTES,
+  UnstorableTextError,
   openStore,
   rowMaxBytes,
 } from '../../server/store/index.js';
-import type { JsonObject, RowKey, RowMemberSet, RowPatchFn } from '../../server/store/index.js';
+import type { JsonObject, RowKey, RowMemberSet, RowPatchFn, RowRequestRead } from '../../server/store/index.js';
 import { applyPatch, type PatchOperation } from '../../rules/json-patch.js';
 import { STORE_TARGETS, seedCourse, tempDir } from './helpers.js';
 
@@ -199,6 +200,63 @@ describe.each(STORE_TARGETS)('storage rows ($name)', (target) => {
       expect(await store.rows.getRow(one)).toBe('{"j":19}');
       expect(await store.rows.getRow(member)).toBe('{"mine":true}');
       expect(await store.rows.getRecord(nowhere)).toBeNull();
+    } finally {
+      await done();
+    }
+  });
+
+  it('answers many concurrent row guard reads each with its own membership and row, as one read alone would (PERF-210)', async () => {
+    const { store, done } = await target.fresh();
+    try {
+      const c = await seedCourse(store);
+      const base = { appId: c.appId, contextId: c.contextId };
+      const mine: RowKey = { ...base, kind: 'member', memberId: c.studentMemberId };
+      const shared: RowKey = { ...base, kind: 'location', locationId: c.locationId };
+      await store.rows.putRow(mine, { mine: 1 }, BIG);
+      const asks: [RowKey, { userId: string | null; row: boolean }][] = [
+        [mine, { userId: c.studentUserId, row: true }],
+        [mine, { userId: c.teacherUserId, row: false }],
+        [shared, { userId: c.teacherUserId, row: true }], // never written
+        [{ ...base, contextId: 'ctx_gone', kind: 'context' }, { userId: c.studentUserId, row: true }],
+        [mine, { userId: null, row: true }],
+        [mine, { userId: 'usr_stranger', row: false }],
+      ];
+      const alone: RowRequestRead[] = [];
+      for (const [key, options] of asks) alone.push(await store.rows.readForRequest(key, options));
+      expect(alone.map((read) => [read.member?.id ?? null, read.body])).toEqual([
+        [c.studentMemberId, '{"mine":1}'],
+        [c.teacherMemberId, undefined],
+        [c.teacherMemberId, null],
+        [null, null],
+        [null, '{"mine":1}'],
+        [null, undefined],
+      ]);
+
+      const statements: string[] = [];
+      const query = pg.Client.prototype.query;
+      pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+        statements.push(String((args[0] as { text?: string }).text ?? args[0]));
+        return (query as (...a: unknown[]) => unknown).apply(this, args);
+      } as typeof query;
+      let together;
+      try {
+        together = await Promise.all(Array.from({ length: 5 }, () => asks).flat().map(([key, options]) => store.rows.readForRequest(key, options)));
+      } finally {
+        pg.Client.prototype.query = query;
+      }
+      expect(together).toEqual(Array.from({ length: 5 }, () => alone).flat());
+      // On PostgreSQL the first went alone, and those that waited for it went together (two batches at most
+      // run at once).
+      if (store.dialect === 'postgres') expect(statements.length).toBeLessThanOrEqual(3);
+
+      // A read the store refuses (text PostgreSQL cannot hold) fails alone; the reads beside it are answered.
+      const outcomes = await Promise.allSettled([
+        ...asks.map(([key, options]) => store.rows.readForRequest(key, options)),
+        store.rows.readForRequest(mine, { userId: 'usr_\u0000', row: true }),
+        ...asks.map(([key, options]) => store.rows.readForRequest(key, options)),
+      ]);
+      expect(outcomes[asks.length]).toMatchObject({ status: 'rejected', reason: expect.any(UnstorableTextError) });
+      expect(outcomes.filter((o) => o.status === 'fulfilled').map((o) => o.value)).toEqual([...alone, ...alone]);
     } finally {
       await done();
     }
