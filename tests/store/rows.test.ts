@@ -136,8 +136,9 @@ describe.each(STORE_TARGETS)('storage rows ($name)', (target) => {
       expect(JSON.parse(await store.rows.getRow(key))).toEqual({ first: true, other: true, mine: true });
       // "Never written" when it has been: the insert finds the row and the patch reads it.
       await store.rows.patchRow(key, add('late'), { ...BIG, read: null });
-      // Concurrent patches of this process, each with the text read before any of them ran: none is lost,
-      // and on PostgreSQL each starts from the text the one before it wrote (PERF-184): one statement each.
+      // Concurrent patches of this process, each with the text read before any of them ran: none is lost.
+      // On PostgreSQL the first starts from the text the one before it wrote (PERF-184), and the nine queued
+      // behind it go together, in one conditional write (PERF-211).
       const before = await store.rows.getRow(key);
       const statements: string[] = [];
       const query = pg.Client.prototype.query;
@@ -146,18 +147,37 @@ describe.each(STORE_TARGETS)('storage rows ($name)', (target) => {
         return (query as (...a: unknown[]) => unknown).apply(this, args);
       } as typeof query;
       try {
-        await Promise.all(Array.from({ length: 10 }, (_, i) => store.rows.patchRow(key, add(`c${i}`), { ...BIG, read: before })));
+        const records = await Promise.all(
+          Array.from({ length: 10 }, (_, i) => store.rows.patchRow(key, add(`c${i}`), { ...BIG, read: before })),
+        );
+        // Each is answered with the row as its own patch left it.
+        expect(records.map((record) => Object.keys(JSON.parse(record.body) as JsonObject).length)).toEqual(
+          Array.from({ length: 10 }, (_, i) => 5 + i),
+        );
       } finally {
         pg.Client.prototype.query = query;
       }
       expect(Object.keys(JSON.parse(await second.rows.getRow(key)) as JsonObject)).toHaveLength(14);
-      if (store.dialect === 'postgres') expect(statements.map((text) => text.split(' ')[0])).toEqual(Array(10).fill('UPDATE'));
+      if (store.dialect === 'postgres') expect(statements.map((text) => text.split(' ')[0])).toEqual(['UPDATE', 'UPDATE']);
       // A patch that wrote nothing (its function refused) leaves the next one to read the row.
       const refused = store.rows.patchRow(key, () => { throw new Error('refused'); }, { ...BIG, read: before });
       const after = store.rows.patchRow(key, add('after'), { ...BIG, read: before });
       await expect(refused).rejects.toThrow('refused');
       await after;
       expect(Object.keys(JSON.parse(await store.rows.getRow(key)) as JsonObject)).toHaveLength(15);
+      // Queued together, a refused patch and a too large one fail alone; the next runs on the row before them.
+      const outcomes = await Promise.allSettled([
+        store.rows.patchRow(key, add('g0'), { ...BIG, read: await store.rows.getRow(key) }),
+        store.rows.patchRow(key, add('g1'), BIG),
+        store.rows.patchRow(key, () => { throw new Error('refused'); }, BIG),
+        store.rows.patchRow(key, (row) => ({ ...row, big: true }), { maxBytes: 50 }),
+        store.rows.patchRow(key, add('g2'), BIG),
+      ]);
+      expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'rejected', 'fulfilled']);
+      expect(outcomes[3]).toMatchObject({ reason: expect.any(RowTooLargeError) });
+      const last = outcomes[4] as PromiseFulfilledResult<{ body: string }>;
+      expect(last.value.body).toBe(await store.rows.getRow(key));
+      expect(Object.keys(JSON.parse(last.value.body) as JsonObject).slice(-3)).toEqual(['g0', 'g1', 'g2']);
     } finally {
       await second.close();
       await done();

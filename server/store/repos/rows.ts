@@ -180,6 +180,17 @@ interface PendingPut {
   readonly updatedAt: number;
 }
 
+/** A PostgreSQL patch waiting in its row's queue (PERF-211). */
+interface QueuedPatch {
+  readonly fn: RowPatchFn;
+  readonly maxBytes: number;
+  resolve(record: RowRecord): void;
+  reject(err: unknown): void;
+}
+
+/** At most this many queued patches of one row share one conditional write (PERF-211). */
+const PATCH_GROUP_MAX = 256;
+
 /** A row guard's read waiting for its batch on PostgreSQL (PERF-210). */
 interface PendingRead {
   readonly params: readonly [string, string, RowKind, string, string];
@@ -217,9 +228,8 @@ const UPSERT_ROWS = `INSERT INTO storage_rows (app_id, context_id, kind, locatio
  * untouched (no re-serialization, and the key order of the write, decision GAP-37).
  */
 export class RowsRepo {
-  /** PostgreSQL patches of a row by this process, one after another (PERF-51): the tail of each row's queue. */
-  /** Each resolves to the text its patch wrote, or undefined if it wrote nothing (PERF-184). */
-  readonly #patching = new Map<string, Promise<string | undefined>>();
+  /** PostgreSQL patches of a row by this process (PERF-51) waiting while a group of them is written (PERF-211). */
+  readonly #patching = new Map<string, QueuedPatch[]>();
   /** PostgreSQL PUTs that arrived while a batch was being written (PERF-183), in arrival order. */
   readonly #puts = new Coalescer<PendingPut, void>((batch) => this.#writeBatch(batch), PUTS);
   /** PostgreSQL row guards' reads that arrived while a batch was being read (PERF-210). */
@@ -383,63 +393,99 @@ export class RowsRepo {
       }
       return this.#patchLocked(key, fn, options.maxBytes);
     }
-    // This process's patches of one row wait for each other rather than race: only another instance's
-    // write can make the conditional write miss.
+    // This process's patches of one row queue rather than race, and those queued while one is being written
+    // go together (PERF-211): only another instance's write can make the conditional write miss.
     const id = rowKeyParams(key).join('\u0000');
-    return this.#inRowOrder(id, options.read, (start) => this.#patchOptimistic(key, fn, options.maxBytes, start));
+    return new Promise<RowRecord>((resolve, reject) => {
+      const patch: QueuedPatch = { fn, maxBytes: options.maxBytes, resolve, reject };
+      const queued = this.#patching.get(id);
+      if (queued) {
+        queued.push(patch);
+        return;
+      }
+      const queue = [patch];
+      this.#patching.set(id, queue);
+      void this.#drainRow(id, key, queue, options.read);
+    });
   }
 
   /**
-   * Runs `run` after this process's patches of the row queued before it. It starts from `read` when none
-   * is queued; behind one, `read` is that patch's before-image, so it starts from the text that patch
-   * wrote instead (PERF-184), or reads the row if that patch wrote nothing.
+   * Writes the row's queued patches, a group at a time in arrival order, until none is left. The first group
+   * starts from `read`, the text the first patch's request read; each later one from the text the group
+   * before it wrote (PERF-184), or from a read of the row if that group wrote nothing.
    */
-  async #inRowOrder(
-    id: string,
-    read: string | null | undefined,
-    run: (start: string | null | undefined) => Promise<RowRecord>,
-  ): Promise<RowRecord> {
-    const before = this.#patching.get(id);
-    const mine = before ? before.then(run) : run(read);
-    const tail = mine.then(
-      (record) => record.body,
-      () => undefined,
-    );
-    this.#patching.set(id, tail);
+  async #drainRow(id: string, key: RowKey, queue: QueuedPatch[], read: string | null | undefined): Promise<void> {
+    let known = read;
     try {
-      return await mine;
+      while (queue.length > 0) known = await this.#patchGroup(key, queue.splice(0, PATCH_GROUP_MAX), known);
     } finally {
-      if (this.#patching.get(id) === tail) this.#patching.delete(id);
+      this.#patching.delete(id);
     }
   }
 
-  async #patchOptimistic(key: RowKey, fn: RowPatchFn, maxBytes: number, read: string | null | undefined): Promise<RowRecord> {
+  /**
+   * One conditional write for a group of patches (PERF-211): each patch runs on the object the one before it
+   * made, in arrival order, and the last text is written only if the row still holds the text they started
+   * from. Each patch is then answered with the row as its own patch left it, as if the group had run one
+   * patch after another with nothing between them; a patch whose function throws or whose result is too
+   * large is refused alone and the next one runs on the object before it. A miss (another instance wrote
+   * meanwhile) reads the row and runs the whole group again on it; after a few misses, or if a statement
+   * fails, each patch of the group is written alone under the row's lock and answered with its own outcome.
+   * Answers the text the row now holds, or undefined when that is not known.
+   */
+  async #patchGroup(key: RowKey, group: readonly QueuedPatch[], known: string | null | undefined): Promise<string | null | undefined> {
     const db = this.ctx.db;
     const params = rowKeyParams(key);
-    for (let attempt = 0; attempt < OPTIMISTIC_ATTEMPTS; attempt += 1) {
-      const current =
-        attempt === 0 && read !== undefined
-          ? read === null
-            ? undefined
-            : { body: read }
-          : await db.get<{ body: string }>(`SELECT body FROM storage_rows WHERE ${ROW_KEY_WHERE}`, params);
-      const { body, size } = serializeRow(fn(parseStored(current?.body ?? EMPTY_ROW)), maxBytes);
-      const now = this.ctx.clock.nowMs();
-      const written = current
-        ? await db.run(
-            `UPDATE storage_rows SET body = ?, size_bytes = ?, updated_at = ? WHERE ${ROW_KEY_WHERE} AND body = ?`,
-            [body, size, now, ...params, current.body],
-          )
-        : await db.run(
-            `INSERT INTO storage_rows (app_id, context_id, kind, location_id, member_id, body, size_bytes, updated_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-             ON CONFLICT (app_id, context_id, kind, location_id, member_id) DO NOTHING`,
-            [...params, body, size, now],
-          );
-      if (written.changes > 0) return { body, size, updatedAt: now };
+    try {
+      for (let attempt = 0; attempt < OPTIMISTIC_ATTEMPTS; attempt += 1) {
+        const current =
+          attempt === 0 && known !== undefined
+            ? known
+            : ((await db.get<{ body: string }>(`SELECT body FROM storage_rows WHERE ${ROW_KEY_WHERE}`, params))?.body ?? null);
+        // What the row holds after each patch, the last one that ran on it: null while none has.
+        let last: SerializedRow | null = null;
+        const outcomes = group.map((patch): SerializedRow | { refused: unknown } => {
+          try {
+            last = serializeRow(patch.fn(parseStored(last?.body ?? current ?? EMPTY_ROW)), patch.maxBytes);
+            return last;
+          } catch (refused) {
+            return { refused };
+          }
+        });
+        const next = last as SerializedRow | null;
+        if (next === null) {
+          group.forEach((patch, i) => patch.reject((outcomes[i] as { refused: unknown }).refused));
+          return undefined;
+        }
+        const now = this.ctx.clock.nowMs();
+        const written =
+          current !== null
+            ? await db.run(
+                `UPDATE storage_rows SET body = ?, size_bytes = ?, updated_at = ? WHERE ${ROW_KEY_WHERE} AND body = ?`,
+                [next.body, next.size, now, ...params, current],
+              )
+            : await db.run(
+                `INSERT INTO storage_rows (app_id, context_id, kind, location_id, member_id, body, size_bytes, updated_at)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                 ON CONFLICT (app_id, context_id, kind, location_id, member_id) DO NOTHING`,
+                [...params, next.body, next.size, now],
+              );
+        if (written.changes > 0) {
+          group.forEach((patch, i) => {
+            const outcome = outcomes[i] as SerializedRow | { refused: unknown };
+            if ('refused' in outcome) patch.reject(outcome.refused);
+            else patch.resolve({ body: outcome.body, size: outcome.size, updatedAt: now });
+          });
+          return next.body;
+        }
+      }
+    } catch {
+      // A statement failed (a lock timeout, a lost connection): each patch tries alone below, so one
+      // patch's outcome is its own.
     }
     // Many writers on this one row: wait for its lock instead of reading again and again.
-    return this.#patchLocked(key, fn, maxBytes);
+    for (const patch of group) await this.#patchLocked(key, patch.fn, patch.maxBytes).then(patch.resolve, patch.reject);
+    return undefined;
   }
 
   /**
