@@ -19,6 +19,9 @@ import { statementConfig } from './pg-statements.js';
 interface PgResult {
   rows: unknown[];
   rowCount: number | null;
+  fields: unknown[];
+  _parsers: unknown[] | undefined;
+  _prebuiltEmptyResultObject: object | null;
   addFields(fields: unknown[]): void;
   parseRow(values: unknown[]): unknown;
   addRow(row: unknown): void;
@@ -55,7 +58,26 @@ interface Prepared {
   /** Whether this exchange parses it (named and new on this connection, or unnamed). */
   parse: boolean;
   arrays: boolean;
+  /** Its columns as an earlier execution described them; undefined: this exchange asks (Describe). */
+  described: Described | undefined;
 }
+
+/** What `pg`'s `Result.addFields` makes of a statement's RowDescription: its fields, parsers and empty row. */
+interface Described {
+  fields: unknown[];
+  parsers: unknown[] | undefined;
+  empty: object | null;
+}
+
+/**
+ * The columns of each named statement, as the first execution's RowDescription gave them (PERF-212). A named
+ * statement's text never changes (PERF-130), and it reads no `*`, so its columns, their types and so their
+ * parsers are the same on every connection and every execution: the exchange skips the Describe, the
+ * backend sends no RowDescription, and the result takes the parsers made the first time. `pg` asked for it
+ * on every execution and built a parser per column each time: for the score path's joined read of 79
+ * columns that was 5% of the PostgreSQL instance's busy time (`addFields`), beside parsing the message.
+ */
+const descriptions = new Map<string, Described>();
 
 /** The submittable `pg` runs: written at once, answered once the backend is ready again. */
 class Batch {
@@ -88,7 +110,14 @@ class Batch {
     let result = this.#results[this.#current];
     if (!result) {
       const { Result } = parts();
-      result = new Result(this.#statements[this.#current]?.arrays ? 'array' : undefined, this.#types);
+      const statement = this.#statements[this.#current];
+      result = new Result(statement?.arrays ? 'array' : undefined, this.#types);
+      const described = statement?.described;
+      if (described) {
+        result.fields = described.fields;
+        result._parsers = described.parsers;
+        result._prebuiltEmptyResultObject = described.empty;
+      }
       this.#results[this.#current] = result;
     }
     return result;
@@ -101,7 +130,7 @@ class Batch {
       for (const s of this.#statements) {
         if (s.parse) connection.parse({ text: s.text, name: s.name, types: [] });
         connection.bind({ portal: '', statement: s.name, values: s.values, valueMapper: prepareValue });
-        connection.describe({ type: 'P', name: '' });
+        if (!s.described) connection.describe({ type: 'P', name: '' });
         connection.execute({ portal: '', rows: 0 });
       }
       connection.sync();
@@ -112,7 +141,12 @@ class Batch {
   }
 
   handleRowDescription(msg: { fields: unknown[] }): void {
-    this.#result().addFields(msg.fields);
+    const result = this.#result();
+    result.addFields(msg.fields);
+    const name = this.#statements[this.#current]?.name;
+    if (name) {
+      descriptions.set(name, { fields: result.fields, parsers: result._parsers, empty: result._prebuiltEmptyResultObject });
+    }
   }
 
   handleDataRow(msg: { fields: unknown[] }): void {
@@ -172,7 +206,7 @@ export function runBatch(client: pg.ClientBase, statements: readonly BatchStatem
     // A named statement twice in one exchange is parsed once, by the first.
     const parse = name === '' || (parsed[name] === undefined && !parsing.has(name));
     if (parse && name !== '') parsing.add(name);
-    return { text, values, name, parse, arrays: s.arrays === true };
+    return { text, values, name, parse, arrays: s.arrays === true, described: name === '' ? undefined : descriptions.get(name) };
   });
   const types: TypeParsers = { getTypeParser: (oid, format) => client.getTypeParser(oid, format as 'text') };
   return new Promise<BatchResult[]>((resolve, reject) => {

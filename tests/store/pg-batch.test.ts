@@ -4,6 +4,7 @@
  * round trips are shown in tests/server/scores/scores.test.ts; here what the score path relies on when a
  * statement fails.
  */
+import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import { claimStatement } from '../../server/store/repos/score-idempotency.js';
 import { ManualClock, POSTGRES_TARGET } from './helpers.js';
@@ -82,6 +83,37 @@ describe.runIf(POSTGRES_TARGET)('pipelined transactions on PostgreSQL', () => {
         await tx.commit((repos) => repos.attempts.get('att_1'));
       })).rejects.toThrow(/a read inside a pipelined commit/);
     } finally {
+      await done();
+    }
+  });
+
+  it('describes a named statement\'s columns once, and parse its later answers with what that gave (PERF-212)', async () => {
+    const { store, done } = await POSTGRES_TARGET!.fresh();
+    const { prototype: connection } = createRequire(import.meta.url)('pg/lib/connection') as { prototype: { describe: (...args: unknown[]) => unknown } };
+    const describe = connection.describe;
+    const described: unknown[] = [];
+    connection.describe = function (this: unknown, ...args: unknown[]) {
+      described.push(args[0]);
+      return describe.apply(this, args);
+    };
+    // A statement of its own text, so no other test has described it in this process.
+    const read = { sql: 'SELECT CAST(? AS bigint) AS big, CAST(? AS text) AS t, NULL::integer AS nothing, 12.5::numeric AS n_perf_212', params: [9007199254740991, 'x'] };
+    const run = () =>
+      store.driver.pipelined!(async (tx) => {
+        const [answer] = await tx.open([read, { ...read, arrays: true }]);
+        const [again] = await tx.commit([read]);
+        return [answer?.rows, again?.rows];
+      });
+    try {
+      const row = { big: 9007199254740991, t: 'x', nothing: null, n_perf_212: 12.5 };
+      expect(await run()).toEqual([[row], [row]]);
+      // BEGIN, SET LOCAL and COMMIT, unnamed, are described each time (three per run); the read was described
+      // in the first exchange, twice, and never again, on any connection.
+      expect(described).toHaveLength(3 + 2);
+      expect(await Promise.all([run(), run()])).toEqual([[[row], [row]], [[row], [row]]]);
+      expect(described).toHaveLength(3 + 2 + 2 * 3);
+    } finally {
+      connection.describe = describe;
       await done();
     }
   });
