@@ -99,6 +99,11 @@ class Batch {
     this.#point();
   }
 
+  /** The statements' texts, for whoever watches `Client.query` (tests count and read statements there). */
+  toString(): string {
+    return this.#statements.map((s) => s.text).join('; ');
+  }
+
   /** `pg` notes a named statement as parsed on its connection by these two, on its ParseComplete. */
   #point(): void {
     const s = this.#statements[this.#current];
@@ -196,17 +201,38 @@ class Batch {
  * exchange the first time a connection runs them.
  */
 export function runBatch(client: pg.ClientBase, statements: readonly BatchStatement[]): Promise<BatchResult[]> {
+  return exchange(
+    client,
+    statements.map((s) => {
+      const text = toPostgresPlaceholders(s.sql);
+      const values = normalizeParams(s.params);
+      return { text, values, name: statementConfig(text, values).name ?? '', arrays: s.arrays === true };
+    }),
+  );
+}
+
+/**
+ * One named statement (PERF-130) in an exchange of its own (PERF-213): what `pg`'s query does, without
+ * describing the statement's columns again (PERF-212). `text` and `values` as the driver made them.
+ */
+export async function runNamed(client: pg.ClientBase, text: string, values: unknown[], name: string): Promise<BatchResult> {
+  const [result] = await exchange(client, [{ text, values, name, arrays: false }]);
+  return result as BatchResult;
+}
+
+function exchange(
+  client: pg.ClientBase,
+  statements: readonly Omit<Prepared, 'parse' | 'described'>[],
+): Promise<BatchResult[]> {
   const connection = (client as unknown as { connection: PgConnection }).connection;
   const parsed = connection.parsedStatements;
   const parsing = new Set<string>();
   const prepared: Prepared[] = statements.map((s) => {
-    const text = toPostgresPlaceholders(s.sql);
-    const values = normalizeParams(s.params);
-    const name = statementConfig(text, values).name ?? '';
+    const { name } = s;
     // A named statement twice in one exchange is parsed once, by the first.
     const parse = name === '' || (parsed[name] === undefined && !parsing.has(name));
     if (parse && name !== '') parsing.add(name);
-    return { text, values, name, parse, arrays: s.arrays === true, described: name === '' ? undefined : descriptions.get(name) };
+    return { ...s, parse, described: name === '' ? undefined : descriptions.get(name) };
   });
   const types: TypeParsers = { getTypeParser: (oid, format) => client.getTypeParser(oid, format as 'text') };
   return new Promise<BatchResult[]>((resolve, reject) => {

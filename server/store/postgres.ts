@@ -13,7 +13,7 @@ import {
 } from './errors.js';
 import { AsyncMutex } from './mutex.js';
 import { statementConfig } from './pg-statements.js';
-import { PipelinedTransaction } from './pg-batch.js';
+import { PipelinedTransaction, runNamed } from './pg-batch.js';
 
 // `pg` is loaded when a PostgreSQL store is first opened, not at start: a service on SQLite never needs it,
 // and loading it was a tenth of a second of every cold start (PERF-31). `pg` here names its types only;
@@ -343,14 +343,15 @@ export class PostgresDriver implements RootDriver {
   }
 
   /** A statement outside any transaction: PostgreSQL runs it as its own transaction. */
-  async #lone<T extends object>(sql: string, params: readonly SqlParam[] | undefined): Promise<pg.QueryResult<T>> {
+  async #lone<T extends object>(sql: string, params: readonly SqlParam[] | undefined): Promise<{ rows: T[]; rowCount: number | null }> {
     this.#assertOpen();
     this.#assertNotInside('query');
     const text = toPostgresPlaceholders(sql);
     const values = normalizeParams(params);
+    const config = statementConfig(text, values);
     for (let attempt = 1; ; attempt += 1) {
       try {
-        return await this.#pool.query<T>(statementConfig(text, values));
+        return config.name === undefined ? await this.#pool.query<T>(config) : ((await this.#named(text, values, config.name)) as { rows: T[]; rowCount: number });
       } catch (err) {
         if (attempt < LONE_STATEMENT_ATTEMPTS && isRetryable(err)) {
           await sleep(5 * attempt + Math.random() * 10);
@@ -358,6 +359,29 @@ export class PostgresDriver implements RootDriver {
         }
         throw this.#closed && isPoolEnded(err) ? new StoreClosedError() : mapPostgresError(err);
       }
+    }
+  }
+
+  /**
+   * A named statement on a pooled connection, in the pipelined exchange's form (PERF-213), so that its columns
+   * are described once per process (PERF-212) instead of on every execution. A connection whose state is
+   * unknown afterwards (it broke, or an answer was not the server's) is destroyed instead of pooled again.
+   */
+  async #named(text: string, values: unknown[], name: string): Promise<{ rows: unknown[]; rowCount: number }> {
+    const client = await this.#connect();
+    let broken: Error | undefined;
+    const onError = (err: Error): void => {
+      broken = err;
+    };
+    client.on('error', onError);
+    try {
+      return await runNamed(client, text, values, name);
+    } catch (err) {
+      if (!(err instanceof pgLib().DatabaseError)) broken ??= err instanceof Error ? err : new Error(String(err));
+      throw err;
+    } finally {
+      client.removeListener('error', onError);
+      client.release(broken);
     }
   }
 

@@ -153,7 +153,7 @@ describe('round trips of a warm storage request (PERF-180)', () => {
     const query = pg.Client.prototype.query;
     const counting = function (this: pg.Client, ...args: unknown[]) {
       const first = args[0] as string | { text?: string };
-      const text = typeof first === 'string' ? first : (first?.text ?? '');
+      const text = typeof first === 'string' ? first : (first?.text ?? String(first));
       if (!/blob/i.test(text)) texts.push(text.replace(/\s+/g, ' '));
       return (query as (...a: unknown[]) => unknown).apply(this, args);
     } as typeof query;

@@ -429,8 +429,9 @@ export class RowsRepo {
    * from. Each patch is then answered with the row as its own patch left it, as if the group had run one
    * patch after another with nothing between them; a patch whose function throws or whose result is too
    * large is refused alone and the next one runs on the object before it. A miss (another instance wrote
-   * meanwhile) reads the row and runs the whole group again on it; after a few misses, or if a statement
-   * fails, each patch of the group is written alone under the row's lock and answered with its own outcome.
+   * meanwhile) reads the row and runs the whole group again on it; after a few misses each patch of the group
+   * is written alone under the row's lock and answered with its own outcome. A statement that fails fails
+   * every patch of the group with its error: it is the row's (its lock, its course), not one patch's.
    * Answers the text the row now holds, or undefined when that is not known.
    */
   async #patchGroup(key: RowKey, group: readonly QueuedPatch[], known: string | null | undefined): Promise<string | null | undefined> {
@@ -479,9 +480,12 @@ export class RowsRepo {
           return next.body;
         }
       }
-    } catch {
-      // A statement failed (a lock timeout, a lost connection): each patch tries alone below, so one
-      // patch's outcome is its own.
+    } catch (err) {
+      // A statement of the row failed (a lock held beyond the timeout, the course deleted, a lost
+      // connection): nothing was written, and each patch of the group would meet the same, after waiting
+      // its own turn; each is answered with it at once.
+      for (const patch of group) patch.reject(err);
+      return undefined;
     }
     // Many writers on this one row: wait for its lock instead of reading again and again.
     for (const patch of group) await this.#patchLocked(key, patch.fn, patch.maxBytes).then(patch.resolve, patch.reject);
