@@ -351,7 +351,8 @@ export class PostgresDriver implements RootDriver {
     const config = statementConfig(text, values);
     for (let attempt = 1; ; attempt += 1) {
       try {
-        return config.name === undefined ? await this.#pool.query<T>(config) : ((await this.#named(text, values, config.name)) as { rows: T[]; rowCount: number });
+        if (config.name === undefined) return await this.#pool.query<T>(config);
+        return (await this.#named(text, values, config.name)) as { rows: T[]; rowCount: number };
       } catch (err) {
         if (attempt < LONE_STATEMENT_ATTEMPTS && isRetryable(err)) {
           await sleep(5 * attempt + Math.random() * 10);

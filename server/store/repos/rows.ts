@@ -241,7 +241,8 @@ export class RowsRepo {
    * What the row guard reads (PERF-180), in one statement: the credential epoch (which confirms the one the
    * request took on trust), the membership of `userId` in the row's course, and, with `row`, the row's
    * stored text (a GET answers with it; a PATCH starts from it). One snapshot of all three: on PostgreSQL
-   * one statement, on SQLite one read. Reading the row before the request is decided reveals nothing: the
+   * one statement, shared with the reads that arrived while another was in flight (PERF-210); on SQLite one
+   * read. Reading the row before the request is decided reveals nothing: the
    * text is handed on only if the guard allows the request.
    */
   async readForRequest(key: RowKey, options: { userId: string | null; row: boolean }): Promise<RowRequestRead> {
