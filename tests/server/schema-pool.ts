@@ -142,8 +142,10 @@ export async function claimPooledSchema(url: string, run: string, name: string, 
         await client.query(`ALTER SCHEMA ${quote(free)} RENAME TO ${quote(name)}`);
         return true;
       } catch (err) {
-        // Taken by another worker a moment ago.
-        if ((err as { code?: string }).code !== '3F000') throw err;
+        // Taken by another worker a moment ago (gone), or being taken by one right now: PostgreSQL answers two
+        // concurrent renames of one schema with "tuple concurrently updated" (XX000) rather than a wait.
+        const code = (err as { code?: string }).code;
+        if (code !== '3F000' && !(code === 'XX000' && /tuple concurrently updated/.test(String((err as Error).message)))) throw err;
       }
     }
     return false;
