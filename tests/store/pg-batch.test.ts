@@ -6,6 +6,8 @@
  */
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
+import { normalizeParams, toPostgresPlaceholders } from '../../server/store/driver.js';
+import { statementConfig } from '../../server/store/pg-statements.js';
 import { claimStatement } from '../../server/store/repos/score-idempotency.js';
 import { ManualClock, POSTGRES_TARGET } from './helpers.js';
 
@@ -89,15 +91,25 @@ describe.runIf(POSTGRES_TARGET)('pipelined transactions on PostgreSQL', () => {
 
   it('describes a named statement\'s columns once, and parse its later answers with what that gave (PERF-212)', async () => {
     const { store, done } = await POSTGRES_TARGET!.fresh();
-    const { prototype: connection } = createRequire(import.meta.url)('pg/lib/connection') as { prototype: { describe: (...args: unknown[]) => unknown } };
-    const describe = connection.describe;
-    const described: unknown[] = [];
-    connection.describe = function (this: unknown, ...args: unknown[]) {
-      described.push(args[0]);
-      return describe.apply(this, args);
-    };
     // A statement of its own text, so no other test has described it in this process.
     const read = { sql: 'SELECT CAST(? AS bigint) AS big, CAST(? AS text) AS t, NULL::integer AS nothing, 12.5::numeric AS n_perf_212', params: [9007199254740991, 'x'] };
+    const name = statementConfig(toPostgresPlaceholders(read.sql), normalizeParams(read.params)).name;
+    // The Describes of this statement: a Describe follows the Bind of the statement it describes. (Other
+    // files' stores in this process may be sending statements of their own meanwhile.)
+    const { prototype: connection } = createRequire(import.meta.url)('pg/lib/connection') as {
+      prototype: { bind: (msg: { statement: string }) => unknown; describe: (...args: unknown[]) => unknown };
+    };
+    const { bind, describe } = connection;
+    const bound = new WeakMap<object, string>();
+    let described = 0;
+    connection.bind = function (this: object, msg: { statement: string }) {
+      bound.set(this, msg.statement);
+      return bind.call(this, msg);
+    };
+    connection.describe = function (this: object, ...args: unknown[]) {
+      if (bound.get(this) === name) described += 1;
+      return describe.apply(this, args);
+    };
     const run = () =>
       store.driver.pipelined!(async (tx) => {
         const [answer] = await tx.open([read, { ...read, arrays: true }]);
@@ -107,12 +119,18 @@ describe.runIf(POSTGRES_TARGET)('pipelined transactions on PostgreSQL', () => {
     try {
       const row = { big: 9007199254740991, t: 'x', nothing: null, n_perf_212: 12.5 };
       expect(await run()).toEqual([[row], [row]]);
-      // BEGIN, SET LOCAL and COMMIT, unnamed, are described each time (three per run); the read was described
-      // in the first exchange, twice, and never again, on any connection.
-      expect(described).toHaveLength(3 + 2);
+      const first = described;
       expect(await Promise.all([run(), run()])).toEqual([[[row], [row]], [[row], [row]]]);
-      expect(described).toHaveLength(3 + 2 + 2 * 3);
+      if (name !== undefined) {
+        // Described in the first exchange, twice (nothing was known when it was sent), and never again, on
+        // any connection.
+        expect([first, described]).toEqual([2, 2]);
+      }
+      // Else this process had already named PERF-130's limit of statements (test files share a worker, CI-37),
+      // so the text went unnamed and was described at every execution, as every unnamed one is: only the
+      // answers above are checked then.
     } finally {
+      connection.bind = bind;
       connection.describe = describe;
       await done();
     }
