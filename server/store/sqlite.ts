@@ -80,6 +80,12 @@ export class SqliteDriver implements RootDriver {
   readonly #busyTimeoutMs: number;
   readonly #mutex = new AsyncMutex();
   readonly #als = new AsyncLocalStorage<Scope>();
+  /**
+   * Root transactions between their callback's start and end. At 0 the AsyncLocalStorage is disabled
+   * (PERF-215): while any is enabled, node runs an init hook for every promise of the process, which cost a
+   * few percent of every request's CPU though almost no request runs a transaction.
+   */
+  #inCallback = 0;
   readonly #statements = new Map<string, Database.Statement>();
   #closed = false;
   /** Whether the open transaction has run a statement that writes (only those need the barrier). */
@@ -177,7 +183,7 @@ export class SqliteDriver implements RootDriver {
       this.#dirty = false;
       const scope: Scope = { parent: null, mutex: new AsyncMutex(), depth: 0, active: true };
       try {
-        result = await this.#als.run(scope, () => fn(new SqliteTransaction(this, scope)));
+        result = await this.#inScope(scope, () => fn(new SqliteTransaction(this, scope)));
       } catch (err) {
         scope.active = false;
         this.#rollback();
@@ -487,6 +493,19 @@ export class SqliteDriver implements RootDriver {
       this.#execute('ROLLBACK');
     } catch {
       // SQLite may already have rolled back (e.g. after SQLITE_FULL); nothing is left to undo.
+    }
+  }
+
+  /** `fn` with `scope` as the store of its async context; the context is dropped when no transaction is left. */
+  async #inScope<T>(scope: Scope, fn: () => Promise<T>): Promise<T> {
+    this.#inCallback += 1;
+    try {
+      return await this.#als.run(scope, fn);
+    } finally {
+      this.#inCallback -= 1;
+      // A handle or a statement left behind by an ended transaction reads no scope, which is what it
+      // read before: an ended scope is refused by `active`, not by this.
+      if (this.#inCallback === 0) this.#als.disable();
     }
   }
 
