@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createRequire } from 'node:module';
 import type pg from 'pg';
@@ -12,6 +11,7 @@ import {
   UniqueViolationError,
 } from './errors.js';
 import { AsyncMutex } from './mutex.js';
+import { TransactionContext } from './transaction-context.js';
 import { statementConfig } from './pg-statements.js';
 import { PipelinedTransaction, runNamed } from './pg-batch.js';
 
@@ -128,13 +128,7 @@ export class PostgresDriver implements RootDriver {
   readonly schema: string | null;
   readonly lockTimeoutMs: number;
   readonly #pool: pg.Pool;
-  readonly #als = new AsyncLocalStorage<Scope>();
-  /**
-   * Root transactions between their callback's start and end. At 0 the AsyncLocalStorage is disabled
-   * (PERF-215): while any is enabled, node runs an init hook for every promise of the process, which cost a
-   * few percent of every request's CPU though almost no request runs a transaction.
-   */
-  #inCallback = 0;
+  readonly #context = new TransactionContext<Scope>();
   readonly #begin: string;
   #closed = false;
   #ending: Promise<void> | null = null;
@@ -208,7 +202,7 @@ export class PostgresDriver implements RootDriver {
       }
       let result: T;
       try {
-        result = await this.#inScope(scope, () => fn(new PostgresTransaction(this, scope)));
+        result = await this.#context.runRoot(scope, () => fn(new PostgresTransaction(this, scope)));
       } catch (err) {
         scope.active = false;
         await this.#rollback(scope);
@@ -312,7 +306,7 @@ export class PostgresDriver implements RootDriver {
       };
       let result: T;
       try {
-        result = await this.#als.run(scope, () => fn(new PostgresTransaction(this, scope)));
+        result = await this.#context.run(scope, () => fn(new PostgresTransaction(this, scope)));
       } catch (err) {
         scope.active = false;
         await this.#rollbackTo(parent, name);
@@ -424,19 +418,6 @@ export class PostgresDriver implements RootDriver {
     }
   }
 
-  /** `fn` with `scope` as the store of its async context; the context is dropped when no transaction is left. */
-  async #inScope<T>(scope: Scope, fn: () => Promise<T>): Promise<T> {
-    this.#inCallback += 1;
-    try {
-      return await this.#als.run(scope, fn);
-    } finally {
-      this.#inCallback -= 1;
-      // A handle or a statement left behind by an ended transaction reads no scope, which is what it
-      // read before: an ended scope is refused by `active`, not by this.
-      if (this.#inCallback === 0) this.#als.disable();
-    }
-  }
-
   #assertOpen(): void {
     if (this.#closed) throw new StoreClosedError();
   }
@@ -444,7 +425,7 @@ export class PostgresDriver implements RootDriver {
   /** Called on the root driver from inside one of its own transactions, a statement would run outside
    * that transaction, on another connection, and could wait for a lock the transaction holds. */
   #assertNotInside(what: string): void {
-    const current = this.#als.getStore();
+    const current = this.#context.current();
     if (current && isLive(current)) {
       throw new TransactionMisuseError(
         `${what} on the store itself inside one of its transactions; use the transaction handle passed to the callback`,
@@ -455,7 +436,7 @@ export class PostgresDriver implements RootDriver {
   /** A statement on an outer handle from inside a nested savepoint would wait for the savepoint that
    * waits for it; refuse instead of deadlocking. */
   #assertCallerMayUse(scope: Scope): void {
-    const current = this.#als.getStore();
+    const current = this.#context.current();
     if (!current || current === scope || !isLive(current)) return;
     for (let s = current.parent; s; s = s.parent) {
       if (s === scope) {

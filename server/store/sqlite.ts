@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { mkdirSync } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -15,6 +14,7 @@ import {
   UniqueViolationError,
 } from './errors.js';
 import { AsyncMutex } from './mutex.js';
+import { TransactionContext } from './transaction-context.js';
 
 export interface SqliteDriverOptions {
   /** Database file; its directory is created if missing. */
@@ -79,13 +79,7 @@ export class SqliteDriver implements RootDriver {
   readonly #db: Database.Database;
   readonly #busyTimeoutMs: number;
   readonly #mutex = new AsyncMutex();
-  readonly #als = new AsyncLocalStorage<Scope>();
-  /**
-   * Root transactions between their callback's start and end. At 0 the AsyncLocalStorage is disabled
-   * (PERF-215): while any is enabled, node runs an init hook for every promise of the process, which cost a
-   * few percent of every request's CPU though almost no request runs a transaction.
-   */
-  #inCallback = 0;
+  readonly #context = new TransactionContext<Scope>();
   readonly #statements = new Map<string, Database.Statement>();
   #closed = false;
   /** Whether the open transaction has run a statement that writes (only those need the barrier). */
@@ -183,7 +177,7 @@ export class SqliteDriver implements RootDriver {
       this.#dirty = false;
       const scope: Scope = { parent: null, mutex: new AsyncMutex(), depth: 0, active: true };
       try {
-        result = await this.#inScope(scope, () => fn(new SqliteTransaction(this, scope)));
+        result = await this.#context.runRoot(scope, () => fn(new SqliteTransaction(this, scope)));
       } catch (err) {
         scope.active = false;
         this.#rollback();
@@ -308,7 +302,7 @@ export class SqliteDriver implements RootDriver {
       const scope: Scope = { parent, mutex: new AsyncMutex(), depth, active: true };
       let result: T;
       try {
-        result = await this.#als.run(scope, () => fn(new SqliteTransaction(this, scope)));
+        result = await this.#context.run(scope, () => fn(new SqliteTransaction(this, scope)));
       } catch (err) {
         scope.active = false;
         if (this.#db.inTransaction) {
@@ -496,19 +490,6 @@ export class SqliteDriver implements RootDriver {
     }
   }
 
-  /** `fn` with `scope` as the store of its async context; the context is dropped when no transaction is left. */
-  async #inScope<T>(scope: Scope, fn: () => Promise<T>): Promise<T> {
-    this.#inCallback += 1;
-    try {
-      return await this.#als.run(scope, fn);
-    } finally {
-      this.#inCallback -= 1;
-      // A handle or a statement left behind by an ended transaction reads no scope, which is what it
-      // read before: an ended scope is refused by `active`, not by this.
-      if (this.#inCallback === 0) this.#als.disable();
-    }
-  }
-
   #assertOpen(): void {
     if (this.#closed) throw new StoreClosedError();
   }
@@ -516,7 +497,7 @@ export class SqliteDriver implements RootDriver {
   /** Called on the root driver from inside one of its own transactions, a call would wait forever for
    * the mutex that transaction holds (or, for a query, read around it). */
   #assertNotInside(what: string): void {
-    const current = this.#als.getStore();
+    const current = this.#context.current();
     if (current && isLive(current)) {
       throw new TransactionMisuseError(
         `${what} on the store itself inside one of its transactions; use the transaction handle passed to the callback`,
@@ -527,7 +508,7 @@ export class SqliteDriver implements RootDriver {
   /** A statement on an outer handle from inside a nested savepoint would wait for the savepoint that
    * waits for it; refuse instead of deadlocking. */
   #assertCallerMayUse(scope: Scope): void {
-    const current = this.#als.getStore();
+    const current = this.#context.current();
     if (!current || current === scope || !isLive(current)) return;
     for (let s = current.parent; s; s = s.parent) {
       if (s === scope) {
