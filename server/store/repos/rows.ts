@@ -444,19 +444,19 @@ export class RowsRepo {
           attempt === 0 && known !== undefined
             ? known
             : ((await db.get<{ body: string }>(`SELECT body FROM storage_rows WHERE ${ROW_KEY_WHERE}`, params))?.body ?? null);
-        // What the row holds after each patch, the last one that ran on it: null while none has.
-        let last: SerializedRow | null = null;
-        const outcomes = group.map((patch): SerializedRow | { refused: unknown } => {
+        // Each patch's outcome, and what the row holds after the last one that ran on it (null: none did).
+        const outcomes: (SerializedRow | { refused: unknown })[] = [];
+        let next: SerializedRow | null = null;
+        for (const patch of group) {
           try {
-            last = serializeRow(patch.fn(parseStored(last?.body ?? current ?? EMPTY_ROW)), patch.maxBytes);
-            return last;
+            next = serializeRow(patch.fn(parseStored(next?.body ?? current ?? EMPTY_ROW)), patch.maxBytes);
+            outcomes.push(next);
           } catch (refused) {
-            return { refused };
+            outcomes.push({ refused });
           }
-        });
-        const next = last as SerializedRow | null;
+        }
         if (next === null) {
-          group.forEach((patch, i) => patch.reject((outcomes[i] as { refused: unknown }).refused));
+          for (const [i, patch] of group.entries()) patch.reject((outcomes[i] as { refused: unknown }).refused);
           return undefined;
         }
         const now = this.ctx.clock.nowMs();
@@ -473,11 +473,11 @@ export class RowsRepo {
                 [...params, next.body, next.size, now],
               );
         if (written.changes > 0) {
-          group.forEach((patch, i) => {
+          for (const [i, patch] of group.entries()) {
             const outcome = outcomes[i] as SerializedRow | { refused: unknown };
             if ('refused' in outcome) patch.reject(outcome.refused);
             else patch.resolve({ body: outcome.body, size: outcome.size, updatedAt: now });
-          });
+          }
           return next.body;
         }
       }
