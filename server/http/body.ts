@@ -46,8 +46,22 @@ export function bodyTooLarge(limit: number): Problem {
   });
 }
 
+/**
+ * The body each request has read, for a request run again from its start once its credential epoch was
+ * found stale after its body had been read (PERF-216): the stream cannot be read twice.
+ */
+const readBodies = new WeakMap<Request, Buffer>();
+
 /** Reads the raw bytes, refusing early on a declared or actual size over `limit`. */
 export async function readRawBody(req: Request, limit: number): Promise<Buffer> {
+  const kept = readBodies.get(req);
+  if (kept) return kept;
+  const body = await readBodyStream(req, limit);
+  readBodies.set(req, body);
+  return body;
+}
+
+async function readBodyStream(req: Request, limit: number): Promise<Buffer> {
   const declared = req.headers['content-length'];
   if (declared !== undefined && /^\d+$/.test(declared) && Number(declared) > limit) throw bodyTooLarge(limit);
   const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();

@@ -29,7 +29,7 @@ import { failuresFromValidatorError, MAPPING_RULES, mapValidationFailures } from
 /** A handler of any operation, as the pipeline sees it; type safety lives in `Handlers<...>`. */
 export interface AnyHandler {
   (ctx: HandlerContext<never>): Promise<HandlerResult<never>>;
-  guard?: ((ctx: GuardContext<never>) => Promise<unknown>) & { confirmsEpoch?: boolean };
+  guard?: ((ctx: GuardContext<never>) => Promise<unknown>) & { confirmsEpoch?: boolean; handlerConfirmsEpoch?: boolean };
 }
 
 /** One served contract: its bundled spec, its operations table and one handler per operation. */
@@ -164,11 +164,14 @@ export function contractPipeline(contract: ContractDefinition, services: Service
       }
 
       // A request that took the credential epoch on trust (PERF-180) confirms it before the operation's
-      // guard, or through the guard's own first statement, and so before it reads its body or writes.
+      // guard, or through the guard's own first statement, and so before it reads its body or writes; or,
+      // where the guard spends no statement (PERF-216), through the handler's first one, before it writes.
       const holder = res.locals as EpochHolder;
       const facts = credentialFactsOf(services.store, services.clock);
-      const guardConfirms = handler.guard?.confirmsEpoch === true && facts.unconfirmed(holder);
-      if (!guardConfirms) await facts.confirm(holder);
+      const unconfirmed = facts.unconfirmed(holder);
+      const handlerConfirms = unconfirmed && handler.guard?.handlerConfirmsEpoch === true;
+      const guardConfirms = unconfirmed && !handlerConfirms && handler.guard?.confirmsEpoch === true;
+      if (!guardConfirms && !handlerConfirms) await facts.confirm(holder);
       if (handler.guard) {
         await handler.guard({
           ...(guardConfirms ? { epoch: facts.requestEpoch(holder) } : {}),
@@ -183,7 +186,7 @@ export function contractPipeline(contract: ContractDefinition, services: Service
           clientAddress: locals.clientAddress,
           log,
         });
-        await facts.confirm(holder);
+        if (!handlerConfirms) await facts.confirm(holder);
       }
 
       const shape: OperationShape = shapes.get(operation.id) ?? {
@@ -240,8 +243,12 @@ export function contractPipeline(contract: ContractDefinition, services: Service
         res,
         requestId: locals.requestId,
         log,
+        ...(handlerConfirms ? { epoch: facts.requestEpoch(holder) } : {}),
       } as unknown as HandlerContext<never>;
       const result = (await handler(ctx)) as Parameters<typeof writeResult>[1];
+      // A handler that took the confirmation must confirm before it writes; one that answers without having
+      // confirmed (none of the score's paths does) is confirmed here, before the answer leaves. A no-op else.
+      if (handlerConfirms) await facts.confirm(holder);
       if (res.headersSent && !('stream' in result)) {
         throw new Error(`handler ${operation.id} wrote the response itself but did not return {stream: true}`);
       }

@@ -91,6 +91,11 @@ export interface HandlerContext<Op> {
   requestId: string;
   /** Carries the request id into every line. */
   log: Logger;
+  /**
+   * The request's credential epoch, when its guard leaves the confirmation to the handler
+   * (`handlerConfirmsEpoch`, PERF-216); absent: already confirmed, or nothing to confirm.
+   */
+  epoch?: RequestEpoch;
 }
 
 /** What a guard sees: the request before its body has been read or validated. */
@@ -123,6 +128,14 @@ export type Guard<Op, G = unknown> = ((ctx: GuardContext<Op>) => Promise<G>) & {
    * Such a guard writes nothing before it has confirmed.
    */
   confirmsEpoch?: boolean;
+  /**
+   * The guard decided without a statement of its own, and the handler's first statement reads the epoch
+   * beside its own rows and confirms it through `ctx.epoch` (PERF-216): such a handler writes, publishes
+   * and answers nothing before it has confirmed. The pipeline keeps the body it read, so a request found
+   * stale is run again from its start without reading the body twice, and confirms after the handler
+   * whatever the handler left unconfirmed, before the answer.
+   */
+  handlerConfirmsEpoch?: boolean;
 };
 
 export type HandlerFn<Op> = (ctx: HandlerContext<Op>) => Promise<HandlerResult<Op>>;
@@ -150,6 +163,7 @@ export function withGuard<Op, G>(
     return value;
   };
   if (guard.confirmsEpoch) attached.confirmsEpoch = true;
+  if (guard.handlerConfirmsEpoch) attached.handlerConfirmsEpoch = true;
   fn.guard = attached;
   return fn;
 }

@@ -13,9 +13,11 @@
  * grade history; the caller saw no 200 and submits again, and the resubmission's later timestamp
  * supersedes. The alternative (a pending row completed afterwards) would update attempts.
  */
+import type { RequestEpoch } from '../auth/credential-facts.js';
 import type { Logger } from '../http/log.js';
 import type { AttemptRecord, AttemptSourceType, BatchResult, BatchStatement, Repositories, Store } from '../store/index.js';
 import { nextPublicationOf, nextPublicationStatement } from '../store/repos/attempts.js';
+import { credentialEpochOf, credentialEpochStatement } from '../store/repos/credential-epoch.js';
 import type { Publication, PublicationOutcome, Publisher } from './publisher.js';
 import { failed, pointsOf } from './publisher.js';
 import { inSubmittedOrder } from './ordering.js';
@@ -63,6 +65,13 @@ export interface AttemptToPublish {
     statements(clock: Clock): readonly BatchStatement[];
     settle(results: BatchResult[], pair: PairTransaction): Promise<void>;
   };
+  /**
+   * The credential epoch the request took on trust and has yet to confirm (PERF-216): on PostgreSQL it is
+   * read in the pair transaction's first exchange and confirmed on that read before the facts are judged,
+   * the key claimed or anything published (a stale one rolls the transaction back and the request is run
+   * again); on SQLite it is confirmed with a read of its own before the instant is reserved.
+   */
+  epoch?: RequestEpoch;
 }
 
 /**
@@ -101,11 +110,15 @@ export async function publishAttempt<K>(
     type NextRow = Parameters<typeof nextPublicationOf>[0];
     let next: ReturnType<typeof nextPublicationOf>;
     if (pair) {
-      // BEGIN, the pair's lock, the instant and points, and the records' own read: one exchange (PERF-171).
+      // BEGIN, the pair's lock, the instant and points, the records' own read and the credential epoch:
+      // one exchange (PERF-171, PERF-216).
       const first = nextPublicationStatement(member.id, location.id, pointsColumn(records.placement.id));
       const rechecks = input.recheck?.statements ?? [];
       const claims = input.claim?.statements(pair.clock) ?? [];
-      const [instantRead, ...rest] = await pair.open([first, ...rechecks, ...claims]);
+      const epoch = input.epoch?.pending() ? [credentialEpochStatement()] : [];
+      const [instantRead, ...rest] = await pair.open([first, ...rechecks, ...claims, ...epoch]);
+      // Before anything read is judged: the request's credential and facts held when this exchange ran.
+      if (epoch.length > 0) await input.epoch?.confirm(credentialEpochOf(rest.at(-1)));
       next = nextPublicationOf(instantRead?.rows[0] as NextRow, pair.clock);
       const rechecked = rest.slice(0, rechecks.length);
       if (input.recheck) {
@@ -118,8 +131,9 @@ export async function publishAttempt<K>(
         records = fresh;
       }
       // After the facts, as the guard's answers come before the key's (GAP-23, H-07).
-      if (input.claim) await input.claim.settle(rest.slice(rechecks.length), pair);
+      if (input.claim) await input.claim.settle(rest.slice(rechecks.length, rechecks.length + claims.length), pair);
     } else {
+      await input.epoch?.confirm();
       next = await store.attempts.nextPublication(member.id, location.id, pointsColumn(records.placement.id));
     }
     const { columnPoints, ...reserved } = next;

@@ -129,8 +129,7 @@ export async function submitScore(
   deps: SubmitDeps,
   guarded: ScoreGuardResult,
   submission: ScoreSubmission,
-  onRecorded?: AttemptToPublish['onRecorded'],
-  claim?: AttemptToPublish['claim'],
+  { onRecorded, claim, epoch }: Pick<AttemptToPublish, 'onRecorded' | 'claim' | 'epoch'> = {},
 ): Promise<GradeAttemptJson> {
   const { store } = deps;
   // Each row once: the member, the placements with the app, course, school, location, person and grade
@@ -144,6 +143,7 @@ export async function submitScore(
     ...(onRecorded ? { onRecorded } : {}),
     ...(guarded.kept ? { recheck: recheckOf(store, guarded) } : {}),
     ...(claim ? { claim } : {}),
+    ...(epoch ? { epoch } : {}),
   });
   const { attempt, outcome } = published;
   const { app, context, location } = published.records;

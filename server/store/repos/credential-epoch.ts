@@ -1,3 +1,4 @@
+import type { BatchResult, BatchStatement } from '../driver.js';
 import type { RepoContext } from './common.js';
 
 /** The one row of `credential_epoch` (migration 0100, decisions PERF-20 and PERF-21). */
@@ -16,18 +17,30 @@ export function toCredentialEpoch(generation: number | string, failuresWindow: n
   return { generation: Number(generation), failuresWindow: Number(failuresWindow) };
 }
 
+// The row's id as a parameter: a statement with one is a named prepared statement on PostgreSQL
+// (PERF-130), parsed and planned once per connection (PERF-181).
+const EPOCH_READ = 'SELECT generation, failures_window FROM credential_epoch WHERE id = ?';
+
+type EpochRow = { generation: number | string; failures_window: number | string };
+
+/** The read of `read()` as a statement of a transaction's batch (a score's first exchange, PERF-216). */
+export function credentialEpochStatement(): BatchStatement {
+  return { sql: EPOCH_READ, params: [EPOCH_ROW_ID] };
+}
+
+/** The epoch out of `credentialEpochStatement`'s result. */
+export function credentialEpochOf(result: BatchResult | undefined): CredentialEpoch {
+  const row = result?.rows[0] as EpochRow | undefined;
+  // The row is written by the migration and never deleted; its absence would mean a broken schema.
+  if (!row) throw new Error('credential_epoch has no row: the store was not migrated');
+  return toCredentialEpoch(row.generation, row.failures_window);
+}
+
 export class CredentialEpochRepo {
   constructor(private readonly ctx: RepoContext) {}
 
   async read(): Promise<CredentialEpoch> {
-    // The row's id as a parameter: a statement with one is a named prepared statement on PostgreSQL
-    // (PERF-130), parsed and planned once per connection (PERF-181).
-    const row = await this.ctx.db.get<{ generation: number | string; failures_window: number | string }>(
-      'SELECT generation, failures_window FROM credential_epoch WHERE id = ?',
-      [EPOCH_ROW_ID],
-    );
-    // The row is written by the migration and never deleted; its absence would mean a broken schema.
-    if (!row) throw new Error('credential_epoch has no row: the store was not migrated');
-    return toCredentialEpoch(row.generation, row.failures_window);
+    const row = await this.ctx.db.get<EpochRow>(EPOCH_READ, [EPOCH_ROW_ID]);
+    return credentialEpochOf(row ? { rows: [row], rowCount: 1 } : undefined);
   }
 }
