@@ -18,7 +18,7 @@ import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { cpuMs, prepareColdStartStore } from './cold-start.js';
+import { cpuMs, prepareColdStartStore, rssMb } from './cold-start.js';
 import { Children, loadOptions, serviceArgs, untilAnswers } from './scaffold.js';
 import { BENCH_ROW } from './storage.js';
 
@@ -104,6 +104,8 @@ try {
       const ps = p99s.get(t.name) ?? [];
       process.stdout.write(`${op.name} ${t.name}: p99 ${ps.map((x) => `${x} ms`).join(', ')}; median ${median(ps)} ms\n`);
     }
+    // What each process holds after the same requests: a change of node options shows here (PERF-217).
+    process.stdout.write(`${op.name} RSS after: ${targets.map((t) => `${t.name} ${rssMb(t.pid).toFixed(1)} MB`).join(', ')}\n`);
     const [a, b] = targets.map((t) => median(perRequest.get(t.name) ?? []));
     process.stdout.write(`${op.name} this/other: ${((a as number) / (b as number)).toFixed(2)}×\n`);
   }
