@@ -47,17 +47,20 @@ export function bodyTooLarge(limit: number): Problem {
 }
 
 /**
- * The body each request has read, for a request run again from its start once its credential epoch was
- * found stale after its body had been read (PERF-216): the stream cannot be read twice.
+ * The bodies of requests that may be run again from their start, should their credential epoch be found
+ * stale after the body was read (PERF-216): the stream cannot be read twice.
  */
-const readBodies = new WeakMap<Request, Buffer>();
+const keptBodies = new WeakMap<Request, Buffer>();
 
-/** Reads the raw bytes, refusing early on a declared or actual size over `limit`. */
-export async function readRawBody(req: Request, limit: number): Promise<Buffer> {
-  const kept = readBodies.get(req);
+/**
+ * Reads the raw bytes, refusing early on a declared or actual size over `limit`. With `keep`, the bytes stay
+ * with the request, and a second read of it (the request run again) answers them.
+ */
+export async function readRawBody(req: Request, limit: number, { keep = false }: { keep?: boolean } = {}): Promise<Buffer> {
+  const kept = keptBodies.get(req);
   if (kept) return kept;
   const body = await readBodyStream(req, limit);
-  readBodies.set(req, body);
+  if (keep) keptBodies.set(req, body);
   return body;
 }
 

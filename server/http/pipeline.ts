@@ -202,7 +202,7 @@ export function contractPipeline(contract: ContractDefinition, services: Service
           if (!accepted.some((type) => isMediaType(req.headers['content-type'], type))) {
             throw unsupportedMediaType(`Content-Type must be ${accepted.join(' or ')}`);
           }
-          const raw = await readRawBody(req, options.bodyLimitBytes);
+          const raw = await readRawBody(req, options.bodyLimitBytes, { keep: handlerConfirms });
           body = kind.kind === 'json' ? parseJsonBody(raw, { notJsonStatus: shape.notJsonStatus }) : parseFormBody(raw);
         }
         if (body === undefined) {
