@@ -69,7 +69,8 @@ export interface AttemptToPublish {
    * The credential epoch the request took on trust and has yet to confirm (PERF-216): on PostgreSQL it is
    * read in the pair transaction's first exchange and confirmed on that read before the facts are judged,
    * the key claimed or anything published (a stale one rolls the transaction back and the request is run
-   * again); on SQLite it is confirmed with a read of its own before the instant is reserved.
+   * again). Without a pair transaction (SQLite) the caller has confirmed it before writing anything, the key's
+   * claim included, so nothing is left pending here.
    */
   epoch?: RequestEpoch;
 }
@@ -133,7 +134,6 @@ export async function publishAttempt<K>(
       // After the facts, as the guard's answers come before the key's (GAP-23, H-07).
       if (input.claim) await input.claim.settle(rest.slice(rechecks.length, rechecks.length + claims.length), pair);
     } else {
-      await input.epoch?.confirm();
       next = await store.attempts.nextPublication(member.id, location.id, pointsColumn(records.placement.id));
     }
     const { columnPoints, ...reserved } = next;

@@ -28,19 +28,25 @@ export function credentialEpochStatement(): BatchStatement {
   return { sql: EPOCH_READ, params: [EPOCH_ROW_ID] };
 }
 
+/** The row is written by the migration and never deleted; its absence would mean a broken schema. */
+export function epochMissing(): Error {
+  return new Error('credential_epoch has no row: the store was not migrated');
+}
+
+function epochOf(row: EpochRow | undefined): CredentialEpoch {
+  if (!row) throw epochMissing();
+  return toCredentialEpoch(row.generation, row.failures_window);
+}
+
 /** The epoch out of `credentialEpochStatement`'s result. */
 export function credentialEpochOf(result: BatchResult | undefined): CredentialEpoch {
-  const row = result?.rows[0] as EpochRow | undefined;
-  // The row is written by the migration and never deleted; its absence would mean a broken schema.
-  if (!row) throw new Error('credential_epoch has no row: the store was not migrated');
-  return toCredentialEpoch(row.generation, row.failures_window);
+  return epochOf(result?.rows[0] as EpochRow | undefined);
 }
 
 export class CredentialEpochRepo {
   constructor(private readonly ctx: RepoContext) {}
 
   async read(): Promise<CredentialEpoch> {
-    const row = await this.ctx.db.get<EpochRow>(EPOCH_READ, [EPOCH_ROW_ID]);
-    return credentialEpochOf(row ? { rows: [row], rowCount: 1 } : undefined);
+    return epochOf(await this.ctx.db.get<EpochRow>(EPOCH_READ, [EPOCH_ROW_ID]));
   }
 }

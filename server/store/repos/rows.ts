@@ -5,7 +5,7 @@ import { PostgresDriver } from '../postgres.js';
 import type { JsonObject, RepoContext, RowKey, RowKind } from './common.js';
 import { isJsonObject, ROW_KEY_WHERE, rowKeyParams } from './common.js';
 import type { CredentialEpoch } from './credential-epoch.js';
-import { EPOCH_ROW_ID, toCredentialEpoch } from './credential-epoch.js';
+import { EPOCH_ROW_ID, epochMissing, toCredentialEpoch } from './credential-epoch.js';
 import type { MemberRecord, MemberRow } from './directory.js';
 import { toMember } from './directory.js';
 
@@ -164,11 +164,6 @@ function toRequestRead(row: RequestReadRow, withRow: boolean): RowRequestRead {
   };
   if (withRow) read.body = row.r_body ?? null;
   return read;
-}
-
-/** The row is written by the migration and never deleted; its absence would mean a broken schema. */
-function epochMissing(): Error {
-  return new Error('credential_epoch has no row: the store was not migrated');
 }
 
 /** A PUT waiting for its batch on PostgreSQL (PERF-183). */
