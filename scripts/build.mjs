@@ -1,8 +1,10 @@
 // `npm run build`: compiles the service, the kit and `tis` into dist/ (tsconfig.build.json) and copies what
 // they read at run time: the bundled specs of generated/ and the web dashboard's and the LTI picker's static files. Then it
 // bundles what `npm start` runs, dist/server/main.js, into one file with esbuild (decision PERF-90): loading
-// a few hundred modules one by one was the largest share of a cold start. Plain JavaScript, so the build
-// needs only TypeScript and esbuild (dev dependencies); what it writes runs on `npm ci --omit=dev`.
+// a few hundred modules one by one was the largest share of a cold start. Last, main.js becomes a loader that
+// runs that bundle from a V8 code cache, made by a training start of the build (PERF-220,
+// scripts/build/code-cache.mjs). Plain JavaScript, so the build needs only TypeScript and esbuild (dev
+// dependencies); what it writes runs on `npm ci --omit=dev`.
 //
 //   node scripts/build.mjs [--out-dir <dir>] [--bundle all|own|none] [--no-types]     (default dist/, all)
 //
@@ -17,6 +19,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { trainCodeCache } from './build/code-cache.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({ options: { 'out-dir': { type: 'string' }, bundle: { type: 'string' }, 'no-types': { type: 'boolean', default: false } } });
@@ -73,10 +76,14 @@ if (bundle !== 'none') {
   // and be renamed (the class-name check below); from node_modules it keeps its own scope.
   const external = ['better-sqlite3', 'pg', '@aws-sdk/*', 'prom-client'];
   const entry = join(out, 'server', 'main.js');
+  // One CommonJS file beside the entry (decision PERF-220): the loader that replaces main.js runs it from a V8
+  // code cache, which Node 20 takes only for a script. What a module loads with `import()` (the validator
+  // library with Ajv, the Sandbox's LMS, the S3 blob store) is in the file but runs on first use, as before.
+  const bundleFile = join(dirname(entry), 'main.bundle.cjs');
   // Our modules find files beside themselves (`generated/<api>/openapi.json`, the dashboard's static folder)
-  // and resolve packages from where they sit, through `import.meta.url`. In the bundle every module shares
-  // the bundle's URL, so each one's `import.meta.url` becomes its own compiled file's URL again, computed
-  // from the bundle's: the files stay where tsc wrote them, and the lookups hold unchanged.
+  // and resolve packages from where they sit, through `import.meta.url`. In the bundle every module's
+  // `import.meta.url` becomes its own compiled file's URL again, computed from the bundle's (which sits in
+  // the entry's folder): the files stay where tsc wrote them, and the lookups hold unchanged.
   const ownUrls = {
     name: 'own-import-meta-url',
     setup(build) {
@@ -86,52 +93,23 @@ if (bundle !== 'none') {
         if (!source.includes('import.meta.url')) return undefined;
         const own = relative(dirname(entry), args.path).split(sep).join('/');
         return {
-          contents: source.replaceAll('import.meta.url', `new URL(${JSON.stringify(`./${own}`)}, import.meta.url).href`),
+          contents: source.replaceAll('import.meta.url', `new URL(${JSON.stringify(`./${own}`)}, __bundleUrl).href`),
           loader: 'js',
         };
       });
     },
   };
-  // A CommonJS module loaded with `import()` becomes an entry of its own in a split bundle, and esbuild gives
-  // such an entry only a default export; Node's own loader gives the module's named exports too, which is
-  // what our modules read. So each such import goes through a small ES module that names them, read from the
-  // module itself at build time.
   // Packages resolve from dist/ as they will at run time; a build written outside the checkout (tests,
   // check:prod-install) gets its node_modules only afterwards, from the same lock, so it resolves from here.
-  const requireFromOut = [createRequire(entry), createRequire(join(root, 'package.json'))].find((req) => {
+  const resolvesFromOut = (() => {
     try {
-      req.resolve('express');
+      createRequire(entry).resolve('express');
       return true;
     } catch {
       return false;
     }
-  });
-  const cjsEntries = {
-    name: 'cjs-dynamic-import',
-    setup(build) {
-      build.onResolve({ filter: /^[^./]/ }, (args) => {
-        if (args.kind !== 'dynamic-import' || args.namespace === 'cjs-entry') return undefined;
-        if (build.initialOptions.packages === 'external' || external.some((name) => args.path === name || args.path.startsWith(`${name.replace(/\*$/, '')}`))) return undefined;
-        const file = requireFromOut.resolve(args.path);
-        if (!file.endsWith('.js') || /^\s*(import|export)\b/m.test(readFileSync(file, 'utf8'))) return undefined;
-        return { path: file, namespace: 'cjs-entry' };
-      });
-      build.onLoad({ filter: /.*/, namespace: 'cjs-entry' }, (args) => {
-        const names = Object.keys(requireFromOut(args.path)).filter((name) => /^[A-Za-z_$][\w$]*$/.test(name) && name !== 'default');
-        return {
-          // Local names of their own, so that the module's own classes keep their names in the bundle.
-          contents: [
-            `const __cjs = require(${JSON.stringify(args.path)});`,
-            ...names.map((name, i) => `const __cjs${i} = __cjs.${name};`),
-            `export { ${names.map((name, i) => `__cjs${i} as ${name}`).join(', ')} };`,
-            'export default __cjs;',
-          ].join('\n'),
-          resolveDir: dirname(args.path),
-          loader: 'js',
-        };
-      });
-    },
-  };
+  })();
+  const requireFromOut = createRequire(resolvesFromOut ? entry : join(root, 'package.json'));
   // Data-heavy packages that other packages load: as JavaScript in the bundle, V8 parses them at start
   // (iconv-lite's code pages, half a megabyte, of which a UTF-8 body needs none; mime-db's table, which Node
   // reads as JSON far faster than V8 parses it as a literal). They stay in node_modules, loaded by name from
@@ -149,20 +127,28 @@ if (bundle !== 'none') {
       });
     },
   };
+  // An `import()` of a package left in node_modules (prom-client's, on the first scrape) would stay an
+  // `import()` in the bundle, and Node 20 cannot run one from a script compiled from a code cache (the
+  // dynamic import callback is lost: ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING). So it becomes a `require` on first
+  // use, through a one-line module; every such package is CommonJS, or an ES module Node 20 requires.
+  const requiredOnFirstUse = {
+    name: 'required-on-first-use',
+    setup(build) {
+      build.onResolve({ filter: /^[^./]/ }, (args) => {
+        if (args.kind !== 'dynamic-import') return undefined;
+        const left = build.initialOptions.packages === 'external' || external.some((name) => args.path === name || args.path.startsWith(name.replace(/\*$/, '')));
+        return left ? { path: args.path, namespace: 'required-on-first-use' } : undefined;
+      });
+      build.onLoad({ filter: /.*/, namespace: 'required-on-first-use' }, (args) => ({ contents: `module.exports = require(${JSON.stringify(args.path)});`, resolveDir: root, loader: 'js' }));
+    },
+  };
   const built = await esbuild.build({
     entryPoints: [entry],
-    outdir: dirname(entry),
-    allowOverwrite: true,
+    outfile: bundleFile,
     bundle: true,
-    // What a module loads with `import()` (the Sandbox's LMS with pg, the S3 blob store with the AWS SDK) is
-    // a file of its own, read on first use as before, and so are the packages only it imports: in one file
-    // their imports would be hoisted to the bundle's top and run at start. Beside the entry, so that
-    // `import.meta.url` means the same folder in every one of them.
-    splitting: true,
-    chunkNames: 'main-[name]-[hash]',
     platform: 'node',
     nodePaths: [join(root, 'node_modules')],
-    format: 'esm',
+    format: 'cjs',
     target: 'node20',
     // No `keepNames`: it wraps every function made at run time in a call that sets its name, closures made
     // per request included. What reads a name at run time reads a class's (`new.target.name`, jose's
@@ -172,17 +158,17 @@ if (bundle !== 'none') {
     sourcesContent: false,
     legalComments: 'none',
     logLevel: 'warning',
-    plugins: [ownUrls, cjsEntries, ...(bundle === 'all' ? [sameFileFromDist] : [])],
+    plugins: [ownUrls, requiredOnFirstUse, ...(bundle === 'all' ? [sameFileFromDist] : [])],
     ...(bundle === 'own' ? { packages: 'external' } : { external }),
-    // CommonJS packages in an ES module bundle call `require` for Node's built-ins.
-    banner: { js: "import { createRequire as __bundleRequire } from 'node:module';\nconst require = __bundleRequire(import.meta.url);" },
+    // Strict, as the ES modules it is made of were; and the URL `import.meta.url` stood for.
+    banner: { js: "'use strict';\nconst __bundleUrl = require('node:url').pathToFileURL(__filename).href;" },
   });
-
   // Two modules declaring one top-level name make esbuild rename one of them (`Problem2`); for a class,
   // that would change an error's `name`. Every class of the bundle must carry a name declared in its inputs.
   const declared = new Set();
   for (const input of Object.keys(built.metafile.inputs)) {
-    const file = resolve(root, input.replace(/^[\w-]+:/, ''));
+    if (input.startsWith('required-on-first-use:')) continue;
+    const file = resolve(root, input);
     for (const match of readFileSync(file, 'utf8').matchAll(/\bclass\s+([\w$]+)/g)) declared.add(match[1]);
   }
   for (const output of Object.keys(built.metafile.outputs).filter((file) => file.endsWith('.js'))) {
@@ -192,6 +178,14 @@ if (bundle !== 'none') {
       if (!declared.has(name)) throw new Error(`${output}: the bundle renamed a class to ${name}`);
     }
   }
+
+  const dynamic = Object.values(built.metafile.outputs).flatMap((output) => output.imports.filter((i) => i.kind === 'dynamic-import').map((i) => i.path));
+  if (dynamic.length > 0) throw new Error(`the bundle keeps import() of ${dynamic.join(', ')}, which fails from a code cache`);
+
+  // main.js becomes the loader (tsc's main.js is in the bundle), and the bundle gets its code cache.
+  rmSync(entry);
+  cpSync(join(root, 'scripts', 'build', 'bundle-loader.mjs'), entry);
+  await trainCodeCache({ main: entry, cacheFile: `${bundleFile}.v8-cache`, root, nodePath: resolvesFromOut ? null : join(root, 'node_modules') });
 }
 
 // Last, so that a build cut short leaves no stamp: `npm start` (scripts/ensure-built.mjs) compares the

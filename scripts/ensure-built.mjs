@@ -20,7 +20,7 @@ const entry = join(root, 'dist', 'server', 'main.js');
 const stamp = join(root, 'dist', '.build-complete');
 
 /** What build.mjs reads: tsconfig.build.json's sources, the specs' bundles, the dashboard's files, itself. */
-const SOURCES = ['client', 'rules', 'generated', 'server', 'bin', 'lms/main.ts', 'scripts/build.mjs', 'tsconfig.build.json', 'tsconfig.json', 'package.json'];
+const SOURCES = ['client', 'rules', 'generated', 'server', 'bin', 'lms/main.ts', 'scripts/build.mjs', 'scripts/build', 'tsconfig.build.json', 'tsconfig.json', 'package.json'];
 const SKIP = new Set(['node_modules', 'dist', '.tmp']);
 
 /** The newest modification time under `path`, and the file that has it. */

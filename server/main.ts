@@ -21,6 +21,9 @@ function isListenError(err: unknown): boolean {
   return syscall === 'listen' || syscall === 'getaddrinfo';
 }
 
+/** What the build's loader (scripts/build/bundle-loader.mjs) left: `used`, `rejected`, `missing` or `off`. */
+const codeCache = (globalThis as Record<symbol, unknown>)[Symbol.for('tis.codeCache')];
+
 async function main(): Promise<void> {
   let config;
   try {
@@ -55,6 +58,8 @@ async function main(): Promise<void> {
     store: config.databaseUrl === null ? 'sqlite' : 'postgres',
     ...(config.databaseSchema === null ? {} : { database_schema: config.databaseSchema }),
     blob_store: config.blobStore,
+    // How the build's loader compiled the service (decision PERF-220); absent when it runs from sources.
+    ...(codeCache === undefined ? {} : { code_cache: codeCache }),
   });
   process.stdout.write(`Tool Integration Service listening on ${running.url} (public URL ${config.publicUrl})\n`);
   process.stdout.write(nextSteps(config, running.url));

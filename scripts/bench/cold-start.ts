@@ -14,6 +14,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { startNodeFlags as startFlagsOf } from '../build/start-flags.mjs';
 
 export interface ColdStart {
   /** Milliseconds from spawn to the first 200 on /healthz. */
@@ -55,17 +56,8 @@ export function cpuMs(pid: number): number {
 
 const repoRoot = new URL('../..', import.meta.url).pathname;
 
-/**
- * The node options `npm start` runs the service with (decision PERF-122): the flags between `node` and
- * `dist/server/main.js` in the checkout's `start` script (the Dockerfile's CMD is the same command,
- * `tests/ops/dockerfile.test.ts`). A bench of a build passes them too, so it measures what
- * production runs; a checkout without any gets none.
- */
-export function startNodeFlags(root: string = repoRoot): string[] {
-  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
-  const found = /\bnode((?:\s+--\S+)*)\s+dist\/server\/main\.js\b/.exec(pkg.scripts?.['start'] ?? '');
-  return (found?.[1] ?? '').split(/\s+/).filter((flag) => flag !== '');
-}
+/** The node options of a checkout's `npm start` (PERF-122), which the build's code cache was trained under. */
+export const startNodeFlags = (root: string = repoRoot): string[] => startFlagsOf(root);
 
 /**
  * One cold start. `dataDir` must already hold a store (the first start of an empty one also migrates and

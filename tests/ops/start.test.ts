@@ -139,7 +139,9 @@ describe('npm start', () => {
       expect(await exited).toBe(0);
       for (let i = 0; i < 50 && alive(node); i += 1) await new Promise((resolve) => setTimeout(resolve, 100));
       expect(alive(node), 'the node process outlived npm').toBe(false);
-      const lines = output.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg: string; signal?: string });
+      const lines = output.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg: string; signal?: string; code_cache?: string });
+      // The build's code cache was made under the start script's node options, so this start used it (PERF-220).
+      expect(lines.find((l) => l.msg === 'listening')?.code_cache).toBe('used');
       expect(lines.some((l) => l.msg === 'signal received; shutting down' && l.signal === 'SIGTERM')).toBe(true);
       expect(lines.at(-1)?.msg).toBe('stopped');
     } finally {

@@ -1,0 +1,47 @@
+// dist/server/main.js of a build, the file `npm start` runs (written by scripts/build.mjs from
+// scripts/build/bundle-loader.mjs, decision PERF-220). It runs the service's bundle, main.bundle.cjs, from the
+// V8 code cache the build trained for it: the functions a start runs are deserialized, not parsed and
+// compiled from 2 MB of JavaScript. Node 20 takes a code cache only through vm.Script (its module loaders
+// have none; Node 22 has module.enableCompileCache). Plain JavaScript on Node's built-ins.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import vm from 'node:vm';
+
+const filename = fileURLToPath(new URL('./main.bundle.cjs', import.meta.url));
+const cacheFile = `${filename}.v8-cache`;
+const require = createRequire(filename);
+
+/**
+ * What became of the cache, for the service's `listening` log line (server/main.ts): `used`; `rejected` (V8
+ * refused it: another node, or other heap flags than `npm start`'s); `missing`; `off` (see below).
+ */
+const report = (outcome) => {
+  globalThis[Symbol.for('tis.codeCache')] = outcome;
+};
+
+if (process.sourceMapsEnabled) {
+  // --enable-source-maps does not map code compiled by vm.Script (Node 20): Node's own loader, uncached.
+  report('off');
+  require(filename);
+} else {
+  let cachedData;
+  try {
+    cachedData = readFileSync(cacheFile);
+  } catch (err) {
+    if (err?.code !== 'ENOENT') throw err;
+  }
+  // The wrapper Node's CommonJS loader puts around a file, on the first line so that lines keep their numbers.
+  const source = `(function (exports, require, module, __filename, __dirname) {${readFileSync(filename, 'utf8')}\n})`;
+  // No `import()` in it (the build checks): Node 20 loses a script's dynamic import callback when the script
+  // comes from a code cache.
+  const script = new vm.Script(source, { filename, cachedData });
+  report(cachedData === undefined ? 'missing' : script.cachedDataRejected ? 'rejected' : 'used');
+  // The build's training start (scripts/build/code-cache.mjs): at exit the cache holds every function the
+  // start and its requests compiled.
+  const out = process.env['TIS_CODE_CACHE_OUT'];
+  if (out) process.once('exit', () => writeFileSync(out, script.createCachedData()));
+  const module = { exports: {} };
+  script.runInThisContext()(module.exports, require, module, filename, dirname(filename));
+}
