@@ -50,20 +50,8 @@ async function main(): Promise<void> {
     if (isListenError(err)) refuse([`cannot start: ${listenProblem(err, config.host, config.port)}`]);
     throw err;
   }
-  log.info('listening', {
-    url: running.url,
-    public_url: config.publicUrl,
-    data_dir: config.dataDir,
-    // Never the URL itself: it usually carries the database password.
-    store: config.databaseUrl === null ? 'sqlite' : 'postgres',
-    ...(config.databaseSchema === null ? {} : { database_schema: config.databaseSchema }),
-    blob_store: config.blobStore,
-    // How the build's loader compiled the service (decision PERF-220); absent when it runs from sources.
-    ...(codeCache === undefined ? {} : { code_cache: codeCache }),
-  });
-  process.stdout.write(`Tool Integration Service listening on ${running.url} (public URL ${config.publicUrl})\n`);
-  process.stdout.write(nextSteps(config, running.url));
-
+  // Before the `listening` line: a supervisor (or the build's training start) that signals as soon as it
+  // reads that line must get a graceful stop, not the signal's default, which ends the process at once.
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals): void => {
     signals += 1;
@@ -82,6 +70,19 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  log.info('listening', {
+    url: running.url,
+    public_url: config.publicUrl,
+    data_dir: config.dataDir,
+    // Never the URL itself: it usually carries the database password.
+    store: config.databaseUrl === null ? 'sqlite' : 'postgres',
+    ...(config.databaseSchema === null ? {} : { database_schema: config.databaseSchema }),
+    blob_store: config.blobStore,
+    // How the build's loader compiled the service (decision PERF-220); absent when it runs from sources.
+    ...(codeCache === undefined ? {} : { code_cache: codeCache }),
+  });
+  process.stdout.write(`Tool Integration Service listening on ${running.url} (public URL ${config.publicUrl})\n`);
+  process.stdout.write(nextSteps(config, running.url));
 }
 
 main().catch((err: unknown) => {

@@ -37,7 +37,6 @@ export async function trainCodeCache({ main, cacheFile, root, nodePath }) {
       const token = readFileSync(join(dataDir, 'platform-token'), 'utf8').trim();
       const dashboard = { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' };
       const storage = `${server.url}/v1/contexts/c/apps/a/members/m/storage`;
-      await expectStatus(server.url, '/healthz', {}, 200);
       await expectStatus(server.url, '/dashboard/v1/me', { headers: dashboard }, 200);
       await expectStatus(server.url, '/dashboard/v1/builders', { method: 'POST', headers: dashboard, body: '{"name":"Training"}' }, 422);
       await expectStatus(storage, '', { headers: { Authorization: 'Bearer not.a.token' } }, 401);
@@ -65,12 +64,20 @@ function start(main, root, env) {
     child.stderr.on('data', (chunk) => (output += chunk));
     child.stdout.on('data', (chunk) => {
       output += chunk;
-      const url = /listening on (http:\/\/\S+)/.exec(output)?.[1];
+      const url = /listening on (http:\/\/\S+) \(/.exec(output)?.[1];
       if (url === undefined) return;
-      clearTimeout(timer);
       child.stdout.removeAllListeners('data');
       child.stdout.resume();
-      resolve({ child, url, output: () => output });
+      // Answered once the start's synchronous rest (its signal handlers among it) has run.
+      fetch(`${url}/healthz`).then(
+        async (res) => {
+          await res.arrayBuffer();
+          if (res.status !== 200) return fail(new Error(`/healthz answered ${res.status}`));
+          clearTimeout(timer);
+          resolve({ child, url, output: () => output });
+        },
+        (err) => fail(err),
+      );
     });
     child.once('error', fail);
     child.once('exit', (code) => fail(new Error(`it exited with ${code}`)));
