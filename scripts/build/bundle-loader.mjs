@@ -26,6 +26,11 @@ if (process.sourceMapsEnabled) {
   report('off');
   require(filename);
 } else {
+  run();
+}
+
+/** In a function, so that nothing keeps the cache's 1.4 MB buffer once the script is compiled. */
+function run() {
   let cachedData;
   try {
     cachedData = readFileSync(cacheFile);
