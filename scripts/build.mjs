@@ -190,4 +190,5 @@ if (bundle !== 'none') {
 
 // Last, so that a build cut short leaves no stamp: `npm start` (scripts/ensure-built.mjs) compares the
 // sources with this file's time and rebuilds when they are newer or it is missing (decision OPS-40).
-writeFileSync(join(out, '.build-complete'), `${new Date().toISOString()}\n`);
+// With the node that built it: the code cache is that node's alone (PERF-220), so ensure-built rebuilds for another.
+writeFileSync(join(out, '.build-complete'), `${new Date().toISOString()}\nnode ${process.version}\n`);
