@@ -47,7 +47,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { buildServices } from '../server/app.js';
 import { configFrom } from '../server/config.js';
-import { cpuMs, describeColdStart, measureColdStart, medianColdStart, startNodeFlags } from './bench/cold-start.js';
+import { cpuMs, describeColdStart, measureColdStart, medianColdStart, startNodeEnv, startNodeFlags } from './bench/cold-start.js';
 import { probeCommitCost } from './bench/disk-probe.js';
 import { lmsProcess, serviceEnvForLoopbackLms, untilLmsReady } from './bench/school-lms.js';
 import { runFilesBench } from './bench/files.js';
@@ -61,7 +61,7 @@ import {
 } from './bench/postgres.js';
 import { goalLines } from './bench/goals.js';
 import { type BenchRun, type Cell, markdownTables, p99Ratio, type RatioDef, ratioOf, writeRun } from './bench/report.js';
-import { Children, freePort, serviceArgs, untilAnswers } from './bench/scaffold.js';
+import { Children, freePort, serviceArgs, serviceStartEnv, untilAnswers } from './bench/scaffold.js';
 import { scoreSection } from './bench/scores.js';
 import type { BenchOperation, BenchSection } from './bench/section.js';
 import { BENCH_ROW, storageSection } from './bench/storage.js';
@@ -128,6 +128,11 @@ const SERVICE_ARGS: string[] = options.compiled
 const BASELINE_ARGS: string[] | null = options.baseline
   ? serviceArgs(resolve(options.baseline), options['baseline-compiled'] ?? options.compiled)
   : null;
+/** The environment `npm start` gives node (PERF-222), for a build; nothing for the sources. */
+const SERVICE_START_ENV: Record<string, string> = options.compiled ? startNodeEnv(repoRoot) : {};
+const BASELINE_START_ENV: Record<string, string> = options.baseline
+  ? serviceStartEnv(resolve(options.baseline), options['baseline-compiled'] ?? options.compiled)
+  : {};
 const children = new Children();
 const dataDir = mkdtempSync(join(tmpdir(), 'tis-bench-'));
 
@@ -336,11 +341,11 @@ async function main(): Promise<void> {
       const port = await freePort();
       // One uncounted start of each checkout first: tsx's transform cache is then warm, as on any start but
       // the first after a change. Then alternating with the baseline's, so both see the same load.
-      await measureColdStart(dataDir, port, { path: rowPath, auth: student.auth }, repoRoot, SERVICE_ARGS);
-      if (options.baseline) await measureColdStart(dataDir, port, { path: rowPath, auth: student.auth }, resolve(options.baseline), BASELINE_ARGS ?? undefined);
+      await measureColdStart(dataDir, port, { path: rowPath, auth: student.auth }, repoRoot, SERVICE_ARGS, SERVICE_START_ENV);
+      if (options.baseline) await measureColdStart(dataDir, port, { path: rowPath, auth: student.auth }, resolve(options.baseline), BASELINE_ARGS ?? undefined, BASELINE_START_ENV);
       for (let i = 0; i < COLD_STARTS; i += 1) {
-        coldStarts.push(await measureColdStart(dataDir, port, { path: rowPath, auth: student.auth }, repoRoot, SERVICE_ARGS));
-        if (options.baseline) baselineColdStarts.push(await measureColdStart(dataDir, port, { path: rowPath, auth: student.auth }, resolve(options.baseline), BASELINE_ARGS ?? undefined));
+        coldStarts.push(await measureColdStart(dataDir, port, { path: rowPath, auth: student.auth }, repoRoot, SERVICE_ARGS, SERVICE_START_ENV));
+        if (options.baseline) baselineColdStarts.push(await measureColdStart(dataDir, port, { path: rowPath, auth: student.auth }, resolve(options.baseline), BASELINE_ARGS ?? undefined, BASELINE_START_ENV));
       }
       const show = (runs: typeof baselineColdStarts) => `${runs.map(describeColdStart).join('; ')}; median ${describeColdStart(medianColdStart(runs))}`;
       process.stderr.write(`  cold start: ${show(coldStarts)}\n`);
@@ -363,24 +368,24 @@ async function main(): Promise<void> {
     const targets: Target[] = [];
     const profiling = options.profile ? ['--cpu-prof', '--cpu-prof-dir', options.profile] : [];
     targets.push(
-      single(await startTarget(SQLITE, [...profiling, ...SERVICE_ARGS], fullPort, serviceEnv(fullPort, false), '/healthz')),
+      single(await startTarget(SQLITE, [...profiling, ...SERVICE_ARGS], fullPort, { ...SERVICE_START_ENV, ...serviceEnv(fullPort, false) }, '/healthz')),
     );
     if (options.baseline) {
       const port = await freePort();
-      targets.push(single(await startTarget(BASELINE, BASELINE_ARGS ?? [], port, serviceEnv(port, false), '/healthz', resolve(options.baseline))));
+      targets.push(single(await startTarget(BASELINE, BASELINE_ARGS ?? [], port, { ...BASELINE_START_ENV, ...serviceEnv(port, false) }, '/healthz', resolve(options.baseline))));
     }
     if (options['with-validation']) {
       // Same data dir (WAL allows two processes), publishing to the same school's LMS.
       targets.push(
         single(
-          await startTarget(`${SQLITE}, response validation ON`, SERVICE_ARGS, validatingPort, serviceEnv(validatingPort, true), '/healthz'),
+          await startTarget(`${SQLITE}, response validation ON`, SERVICE_ARGS, validatingPort, { ...SERVICE_START_ENV, ...serviceEnv(validatingPort, true) }, '/healthz'),
         ),
       );
     }
     if (options.metrics) {
       // Same data dir and LMS; only METRICS differs, so the ratio is what the metrics cost (OPS-10).
       const port = await freePort();
-      targets.push(single(await startTarget(METRICS_OFF, SERVICE_ARGS, port, serviceEnv(port, false, false), '/healthz')));
+      targets.push(single(await startTarget(METRICS_OFF, SERVICE_ARGS, port, { ...SERVICE_START_ENV, ...serviceEnv(port, false, false) }, '/healthz')));
     }
     if (options['no-postgres']) {
       postgresNote = 'PostgreSQL columns left out (--no-postgres)';
@@ -390,7 +395,7 @@ async function main(): Promise<void> {
         sqlite: { rowPath },
         lms,
         freePort,
-        startService: (name, port, env) => startTarget(name, [...(name.endsWith('instance 1') ? profiling : []), ...SERVICE_ARGS], port, env, '/healthz'),
+        startService: (name, port, env) => startTarget(name, [...(name.endsWith('instance 1') ? profiling : []), ...SERVICE_ARGS], port, { ...SERVICE_START_ENV, ...env }, '/healthz'),
         sections: SECTIONS,
         keep: (name) => operations.some((o) => o.name === name),
         pin: options.pin,

@@ -19,7 +19,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { cpuMs, prepareColdStartStore, rssMb } from './cold-start.js';
-import { Children, loadOptions, serviceArgs, untilAnswers } from './scaffold.js';
+import { Children, loadOptions, serviceArgs, serviceStartEnv, untilAnswers } from './scaffold.js';
 import { BENCH_ROW } from './storage.js';
 
 const { values } = parseArgs({
@@ -43,7 +43,7 @@ async function start(name: string, cwd: string, port: number): Promise<{ name: s
   const url = `http://127.0.0.1:${port}`;
   const child = spawn(process.execPath, args, {
     cwd,
-    env: { ...process.env, NODE_ENV: 'production', PORT: String(port), HOST: '127.0.0.1', DATA_DIR: prepared.dataDir, PUBLIC_URL: url, LOG_LEVEL: 'info' },
+    env: { ...process.env, ...serviceStartEnv(cwd, values.compiled), NODE_ENV: 'production', PORT: String(port), HOST: '127.0.0.1', DATA_DIR: prepared.dataDir, PUBLIC_URL: url, LOG_LEVEL: 'info' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   children.add(child);

@@ -14,7 +14,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { startNodeFlags as startFlagsOf } from '../build/start-flags.mjs';
+import { startNodeEnv as startEnvOf, startNodeFlags as startFlagsOf } from '../build/start-flags.mjs';
 
 export interface ColdStart {
   /** Milliseconds from spawn to the first 200 on /healthz. */
@@ -58,6 +58,8 @@ const repoRoot = new URL('../..', import.meta.url).pathname;
 
 /** The node options of a checkout's `npm start` (PERF-122), which the build's code cache was trained under. */
 export const startNodeFlags = (root: string = repoRoot): string[] => startFlagsOf(root);
+/** The environment a checkout's `npm start` gives node (PERF-222). */
+export const startNodeEnv = (root: string = repoRoot): Record<string, string> => startEnvOf(root);
 
 /**
  * One cold start. `dataDir` must already hold a store (the first start of an empty one also migrates and
@@ -71,12 +73,14 @@ export async function measureColdStart(
   root: string = repoRoot,
   /** What node runs: the sources through tsx (`npm start`), or a compiled `main.js` (`npm run build`). */
   args: readonly string[] = ['--import', 'tsx', 'server/main.ts'],
+  /** What the start script sets for node besides (a build's; PERF-222). */
+  startEnv: Record<string, string> = {},
 ): Promise<ColdStart> {
   const url = `http://127.0.0.1:${port}`;
   const t0 = performance.now();
   const child = spawn(process.execPath, args, {
     cwd: root,
-    env: { ...process.env, NODE_ENV: 'production', PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, PUBLIC_URL: url, LOG_LEVEL: 'silent' },
+    env: { ...process.env, ...startEnv, NODE_ENV: 'production', PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, PUBLIC_URL: url, LOG_LEVEL: 'silent' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   try {
@@ -169,10 +173,10 @@ async function main(): Promise<void> {
     },
   });
   const profile = values.profile ? ['--cpu-prof', '--cpu-prof-dir', values.profile] : [];
-  const targets: Array<{ name: string; args: string[] }> = [
+  const targets: Array<{ name: string; args: string[]; env?: Record<string, string> }> = [
     ...(values['no-tsx'] ? [] : [{ name: 'tsx', args: [...profile, '--import', 'tsx', 'server/main.ts'] }]),
     // Each build with the node options of this checkout's `npm start` (PERF-122).
-    ...(values.compiled ?? []).map((dist) => ({ name: `compiled ${dist}`, args: [...profile, ...startNodeFlags(), `${resolve(dist)}/server/main.js`] })),
+    ...(values.compiled ?? []).map((dist) => ({ name: `compiled ${dist}`, args: [...profile, ...startNodeFlags(), `${resolve(dist)}/server/main.js`], env: startNodeEnv() })),
   ];
   const prepared = await prepareColdStartStore();
   const results = new Map<string, ColdStart[]>(targets.map((t) => [t.name, []]));
@@ -180,7 +184,7 @@ async function main(): Promise<void> {
     const port = Number(values.port) || 20_000 + Math.floor(Math.random() * 20_000);
     for (let i = 0; i < Number(values.runs); i += 1) {
       for (const target of targets) {
-        const m = await measureColdStart(prepared.dataDir, port, prepared, repoRoot, target.args);
+        const m = await measureColdStart(prepared.dataDir, port, prepared, repoRoot, target.args, target.env);
         results.get(target.name)?.push(m);
         process.stdout.write(`cold start ${i + 1} (${target.name}): ${describeColdStart(m)}\n`);
       }

@@ -8,7 +8,7 @@ import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { resolve } from 'node:path';
-import { startNodeFlags } from './cold-start.js';
+import { startNodeEnv, startNodeFlags } from './cold-start.js';
 
 /** A port nothing listens on now, on 127.0.0.1 (the kernel's pick; the caller binds it right after). */
 export async function freePort(): Promise<number> {
@@ -56,6 +56,10 @@ export function serviceArgs(checkout: string, compiled: string | undefined): str
   if (!existsSync(file)) throw new Error(`${file} is missing: run \`npm run build\` in ${checkout}`);
   return [...startNodeFlags(checkout), file];
 }
+
+/** The environment `checkout`'s `npm start` gives node (PERF-222), for its build; nothing for its sources. */
+export const serviceStartEnv = (checkout: string, compiled: string | undefined): Record<string, string> =>
+  compiled === undefined ? {} : startNodeEnv(checkout);
 
 /** The child processes a bench started, stopped together at the end (SIGTERM, then SIGKILL after 5 s). */
 export class Children {

@@ -32,7 +32,7 @@ import autocannon from 'autocannon';
 import { buildServices } from '../../server/app.js';
 import { configFrom } from '../../server/config.js';
 import { cpuMs } from './cold-start.js';
-import { Children, connectionCounts, freePort, loadOptions, serviceArgs, untilAnswers } from './scaffold.js';
+import { Children, connectionCounts, freePort, loadOptions, serviceArgs, serviceStartEnv, untilAnswers } from './scaffold.js';
 import { gradedClass, lmsProcess, registerWithLms, serviceEnvForLoopbackLms, untilLmsReady } from './school-lms.js';
 
 const { values: options } = parseArgs({
@@ -90,6 +90,7 @@ try {
     const child = spawn(process.execPath, [...(options.profile && !cwd ? ['--cpu-prof', '--cpu-prof-dir', options.profile] : []), ...serviceArgs(cwd ?? process.cwd(), COMPILED)], {
       env: {
         ...process.env,
+        ...serviceStartEnv(cwd ?? process.cwd(), COMPILED),
         ...serviceEnvForLoopbackLms,
         LMS_AUTO_ACTIVATE: '1',
         PORT: String(listen),

@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { startNodeFlags } from './start-flags.mjs';
+import { startNodeEnv, startNodeFlags } from './start-flags.mjs';
 
 /**
  * @param {{ main: string, cacheFile: string, root: string, nodePath: string | null }} options
@@ -23,6 +23,7 @@ export async function trainCodeCache({ main, cacheFile, root, nodePath }) {
   try {
     // Only what the start needs: a developer's DATABASE_URL or S3 settings must not reach the training.
     const env = {
+      ...startNodeEnv(root),
       PATH: process.env['PATH'] ?? '',
       ...(nodePath === null ? {} : { NODE_PATH: [nodePath, process.env['NODE_PATH']].filter(Boolean).join(delimiter) }),
       NODE_ENV: 'production',

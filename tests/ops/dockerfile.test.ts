@@ -56,7 +56,12 @@ describe('Dockerfile', () => {
     const argv = JSON.parse(cmd?.slice(4) ?? '[]') as string[];
     // `npm start` first makes sure dist/ is built (a no-op in the image, which has no sources: OPS-40),
     // then `exec`s this very command.
-    expect(`node scripts/ensure-built.mjs && exec ${argv.join(' ')}`).toBe(pkg.scripts['start']);
+    // The environment the start script gives node (PERF-222) is the image's too.
+    const env = /&& ((?:[A-Z_][A-Z0-9_]*=\S+ )*)exec /.exec(pkg.scripts['start'] ?? '')?.[1] ?? '';
+    expect(`node scripts/ensure-built.mjs && ${env}exec ${argv.join(' ')}`).toBe(pkg.scripts['start']);
+    const imageEnv = final.filter((l) => l.startsWith('ENV ')).flatMap((l) => l.slice(4).trim().split(/\s+/));
+    for (const pair of env.trim().split(' ').filter(Boolean)) expect(imageEnv).toContain(pair);
+    expect(env).toContain('MALLOC_MMAP_THRESHOLD_=');
     expect(pkg.scripts['build']).toBe('node scripts/build.mjs');
     const ignored = readFileSync(join(REPO_ROOT, '.dockerignore'), 'utf8').split('\n');
     for (const path of ['node_modules', 'dist', 'data']) expect(ignored).toContain(path);

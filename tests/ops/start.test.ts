@@ -73,7 +73,8 @@ describe('npm start', () => {
     const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; scripts: Record<string, string>; files: string[] };
     // The build check (a no-op on an install without sources, OPS-40), then node's own options only (the
     // heap's young generation, PERF-122) and the built entry.
-    expect(pkg.scripts['start']).toMatch(/^node scripts\/ensure-built\.mjs && exec node(?: --[a-z-]+=\S+)* dist\/server\/main\.js$/);
+    // (and glibc's malloc setting, PERF-222)
+    expect(pkg.scripts['start']).toMatch(/^node scripts\/ensure-built\.mjs && (?:[A-Z_]+=\d+ )*exec node(?: --[a-z-]+=\S+)* dist\/server\/main\.js$/);
     expect(pkg.files).toContain('scripts/ensure-built.mjs');
     const builtins = new Set(builtinModules);
     const imported = new Set<string>();
@@ -131,7 +132,10 @@ describe('npm start', () => {
       const node = nodes[0] ?? -1;
       const cmdline = readFileSync(`/proc/${node}/cmdline`, 'utf8').split('\0').filter(Boolean);
       const start = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts['start'] ?? '';
-      expect(cmdline.slice(1)).toEqual(start.split(' && exec ')[1]?.split(' ').slice(1));
+      expect(cmdline.slice(1)).toEqual(start.split(' exec ')[1]?.split(' ').slice(1));
+      // The start script's environment reaches node (PERF-222).
+      const environ = readFileSync(`/proc/${node}/environ`, 'utf8').split('\0');
+      expect(environ).toContain('MALLOC_MMAP_THRESHOLD_=131072');
       expect((await fetch(`${url}/healthz`)).status).toBe(200);
       expect((await fetch(`${url}/dashboard/`)).status).toBe(200);
 
@@ -151,7 +155,7 @@ describe('npm start', () => {
   }, 180_000);
   it('stops gracefully on a SIGTERM sent the moment the listening line is read', async () => {
     const start = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts['start'] ?? '';
-    const args = start.split(' && exec ')[1]?.split(' ').slice(1) ?? [];
+    const args = start.split(' exec ')[1]?.split(' ').slice(1) ?? [];
     // The signal's default ends a process at once; the handlers must be in place before the line is written.
     // Before they were, about one start in two of the build was ended so (four in a row here).
     const starts = [1, 2, 3, 4].map(async () => {
