@@ -47,7 +47,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { buildServices } from '../server/app.js';
 import { configFrom } from '../server/config.js';
-import { cpuMs, describeColdStart, measureColdStart, medianColdStart, startNodeEnv, startNodeFlags } from './bench/cold-start.js';
+import { cpuMs, describeColdStart, measureColdStart, medianColdStart, startNodeFlags } from './bench/cold-start.js';
 import { probeCommitCost } from './bench/disk-probe.js';
 import { lmsProcess, serviceEnvForLoopbackLms, untilLmsReady } from './bench/school-lms.js';
 import { runFilesBench } from './bench/files.js';
@@ -129,7 +129,7 @@ const BASELINE_ARGS: string[] | null = options.baseline
   ? serviceArgs(resolve(options.baseline), options['baseline-compiled'] ?? options.compiled)
   : null;
 /** The environment `npm start` gives node (PERF-222), for a build; nothing for the sources. */
-const SERVICE_START_ENV: Record<string, string> = options.compiled ? startNodeEnv(repoRoot) : {};
+const SERVICE_START_ENV: Record<string, string> = serviceStartEnv(repoRoot, options.compiled);
 const BASELINE_START_ENV: Record<string, string> = options.baseline
   ? serviceStartEnv(resolve(options.baseline), options['baseline-compiled'] ?? options.compiled)
   : {};

@@ -76,7 +76,7 @@ async function startAndStop() {
     if (health.status !== 200) throw new Error(`GET /healthz answered ${health.status}`);
     figures.push(['GET /healthz', `${health.status} ${(await health.text()).trim()}`]);
     // What the bundle loads after start (decision PERF-90): the web dashboard's files, and a request parsed,
-    // authenticated and validated (the validator library and Ajv are chunks read on first use).
+    // authenticated and validated (the validator library and Ajv run on first use, PERF-220).
     const page = await fetch(`${url}/dashboard/`);
     if (page.status !== 200) throw new Error(`GET /dashboard/ answered ${page.status}`);
     await page.arrayBuffer();

@@ -1,8 +1,8 @@
-// The node options `npm start` runs the service with (decision PERF-122): the flags between `node` and
-// `dist/server/main.js` in a checkout's `start` script, and the environment it sets for node (PERF-222) (the Dockerfile's CMD is the same command,
-// `tests/ops/dockerfile.test.ts`). The build trains its code cache under them (V8 refuses a cache made under
-// other heap flags, PERF-220) and a bench of a build passes them too, so both see what production runs; a
-// checkout without any gets none.
+// How `npm start` runs the service: the node options between `node` and `dist/server/main.js` in a
+// checkout's `start` script (decision PERF-122), and the environment it sets for node (PERF-222). The
+// Dockerfile's CMD and ENV are the same (`tests/ops/dockerfile.test.ts`). The build trains its code cache
+// under them (V8 refuses a cache made under other heap flags, PERF-220) and a bench of a build passes them
+// too, so both see what production runs; a checkout without any gets none.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 

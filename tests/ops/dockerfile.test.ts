@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { startNodeEnv } from '../../scripts/build/start-flags.mjs';
 
 /** The checkout (not from tests/e2e/support.ts, whose import loads playwright-core). */
 const REPO_ROOT = join(import.meta.dirname, '../..');
@@ -57,7 +58,9 @@ describe('Dockerfile', () => {
     // `npm start` first makes sure dist/ is built (a no-op in the image, which has no sources: OPS-40),
     // then `exec`s this very command.
     // The environment the start script gives node (PERF-222) is the image's too.
-    const env = /&& ((?:[A-Z_][A-Z0-9_]*=\S+ )*)exec /.exec(pkg.scripts['start'] ?? '')?.[1] ?? '';
+    const env = Object.entries(startNodeEnv(REPO_ROOT))
+      .map(([name, value]) => `${name}=${value} `)
+      .join('');
     expect(`node scripts/ensure-built.mjs && ${env}exec ${argv.join(' ')}`).toBe(pkg.scripts['start']);
     const imageEnv = final.filter((l) => l.startsWith('ENV ')).flatMap((l) => l.slice(4).trim().split(/\s+/));
     for (const pair of env.trim().split(' ').filter(Boolean)) expect(imageEnv).toContain(pair);
