@@ -14,12 +14,13 @@
  * Each runs in its own process; autocannon drives them from this one. The operations come from the
  * sections in `SECTIONS` (scripts/bench/<section>.ts; a new section is a file there and one line here).
  * Every operation is measured on every target at each connection count (default 10 and 64): a warm-up,
- * then a measured run. It prints Markdown tables (requests/s, p50, p99, ratios), the cold start and each
+ * then a measured run, or with `--rounds <n>` n runs per target, the targets taking turns (PERF-223). It prints Markdown tables (requests/s, p50, p99, ratios), the cold start and each
  * server's RSS after the load, and writes the run as JSON and an SVG chart of the ratios under
  * `bench/results/` (`latest.json`, `latest.svg`).
  *
  * Options: --duration <s> (default 5), --warmup <s> (1), --max-op-warmup <s> (caps an operation's longer warm-up),
- *          --connections <n,n> (10,64),
+ *          --connections <n,n> (10,64), --rounds <n> (1; 3 with --pg: each cell pooled from n runs, every target
+ *          taking its turn in each round, so the ratios are of targets measured under the same host),
  *          --with-validation (adds the full stack with RESPONSE_VALIDATION=true as another target),
  *          --metrics (adds the full stack with METRICS=off as another target, and the ratio "metrics on/off":
  *          what the Prometheus metrics cost a request, OPS-10; the full stack runs with them on, the default),
@@ -61,6 +62,7 @@ import {
 } from './bench/postgres.js';
 import { goalLines } from './bench/goals.js';
 import { type BenchRun, type Cell, markdownTables, p99Ratio, type RatioDef, ratioOf, writeRun } from './bench/report.js';
+import { type CellParts, cellOf, inTurn, type Slice } from './bench/rounds.js';
 import { Children, freePort, serviceArgs, serviceStartEnv, untilAnswers } from './bench/scaffold.js';
 import { scoreSection } from './bench/scores.js';
 import type { BenchOperation, BenchSection } from './bench/section.js';
@@ -79,6 +81,8 @@ const { values: options } = parseArgs({
     // (CI-35): its floors are far below what a short warm-up gives, and it is seconds of every CI run.
     'max-op-warmup': { type: 'string' },
     connections: { type: 'string', default: '10,64' },
+    // Each cell in this many runs, the targets taking turns (PERF-223); the `--pg` run's default is 3.
+    rounds: { type: 'string' },
     'with-validation': { type: 'boolean', default: false },
     metrics: { type: 'boolean', default: false },
     postgres: { type: 'string', default: DEFAULT_BENCH_DATABASE_URL },
@@ -114,6 +118,8 @@ const MAX_OP_WARMUP = options['max-op-warmup'] === undefined ? Infinity : Number
 if (Number.isNaN(MAX_OP_WARMUP) || MAX_OP_WARMUP < 0) throw new Error(`--max-op-warmup must be a number of seconds, got ${options['max-op-warmup']}`);
 const CONNECTIONS = options.connections.split(',').map((c) => Number(c.trim()));
 const COLD_STARTS = Number(options['cold-starts']);
+const ROUNDS = Number(options.rounds ?? (options.pg ? 3 : 1));
+if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error(`--rounds must be a whole number from 1, got ${options.rounds}`);
 
 const repoRoot = new URL('..', import.meta.url).pathname;
 /**
@@ -193,21 +199,27 @@ function rssMb(pid: number): number {
   }
 }
 
-async function measure(target: Target, shared: BenchOperation, connections: number): Promise<Cell | null> {
+/** One operation's load on one target: its warm-up, then as many measured slices as the run takes turns. */
+interface Load {
+  target: Target;
+  /** The operation's own longer warm-up where it has one (PERF-152); run before the first slice. */
+  warmUp(): Promise<void>;
+  slice(): Promise<Slice>;
+  /** The process whose CPU a served request also spends (the score's LMS), when it reaches one. */
+  reaches?: BenchOperation['reaches'];
+}
+
+function loadOf(target: Target, shared: BenchOperation, connections: number): Load | null {
   const own = target.operations?.get(shared.name);
   const op = own ?? shared;
   const path = own ? own.path : target.path(op.path);
   if (path === null || op.skip?.includes(target.name)) return null;
   const headers: Record<string, string> = { Authorization: target.auth, ...(op.body === undefined ? {} : { 'Content-Type': 'application/json' }), ...op.headers };
-  const reasons = new Map<string, number>();
-  let failed = 0;
+  let failed = new Map<string, number>();
   const onResponse = op.failure
     ? (status: number, body: string): void => {
         const why = op.failure?.(status, body);
-        if (why) {
-          failed += 1;
-          reasons.set(why, (reasons.get(why) ?? 0) + 1);
-        }
+        if (why) failed.set(why, (failed.get(why) ?? 0) + 1);
       }
     : undefined;
   const spread = own
@@ -240,37 +252,73 @@ async function measure(target: Target, shared: BenchOperation, connections: numb
       connections,
       duration,
     });
-  // An operation's longer warm-up is for the service's JIT on that path (PERF-152); bare Express answers
-  // it with a stand-in that needs no more than any other cell's (CI-27: seconds of every bench:check).
-  if (WARMUP > 0) await run(target.baseline ? WARMUP : Math.max(WARMUP, Math.min(op.warmupS ?? 0, MAX_OP_WARMUP)));
-  failed = 0;
-  reasons.clear();
-  // The CPU the target's own processes spend is what the load generator and the neighbours cannot blur.
-  const pids = [...started.values()].filter((s) => target.urls.includes(s.url)).map((s) => s.pid);
-  const cpuBefore = pids.reduce((sum, pid) => sum + cpuMs(pid), 0);
-  const databaseBefore = (await target.databaseCpuMs?.()) ?? Number.NaN;
   const reaches = target.baseline ? undefined : op.reaches;
-  const reachedBefore = reaches ? cpuMs(reaches.pid) : Number.NaN;
-  const result = await run(DURATION);
-  const cpuSpent = pids.reduce((sum, pid) => sum + cpuMs(pid), 0) - cpuBefore;
-  const databaseSpent = ((await target.databaseCpuMs?.()) ?? Number.NaN) - databaseBefore;
-  const reachedSpent = reaches ? cpuMs(reaches.pid) - reachedBefore : Number.NaN;
-  const problems: string[] = [];
-  if (result['2xx'] + result.non2xx === 0) problems.push(`no answer within the ${DURATION} s run`);
-  if (result.non2xx > 0) problems.push(`${result.non2xx} non-2xx (${JSON.stringify(result.statusCodeStats)})`);
-  if (result.errors > 0) problems.push(`${result.errors} errors (${result.timeouts} of them timeouts)`);
-  if (failed > 0) problems.push(`${failed} failed attempts (${[...reasons].map(([why, n]) => `${n}× ${why}`).join('; ')})`);
-  const served = Math.max(0, result['2xx'] - failed);
   return {
-    rps: served / result.duration,
-    cpuMsPerRequest: pids.length && served ? cpuSpent / served : Number.NaN,
-    ...(target.databaseCpuMs ? { databaseCpuMsPerRequest: served ? databaseSpent / served : Number.NaN } : {}),
-    ...(reaches ? { reached: { name: reaches.name, cpuMsPerRequest: served ? reachedSpent / served : Number.NaN } } : {}),
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    failures: result.non2xx + result.errors + failed,
-    bad: problems.length ? problems.join(', ') : null,
+    target,
+    ...(reaches ? { reaches } : {}),
+    // An operation's longer warm-up is for the service's JIT on that path (PERF-152); bare Express answers
+    // it with a stand-in that needs no more than any other cell's (CI-27: seconds of every bench:check).
+    async warmUp() {
+      if (WARMUP > 0) await run(target.baseline ? WARMUP : Math.max(WARMUP, Math.min(op.warmupS ?? 0, MAX_OP_WARMUP)));
+    },
+    async slice() {
+      failed = new Map();
+      // The CPU the target's own processes spend is what the load generator and the neighbours cannot blur.
+      const pids = [...started.values()].filter((s) => target.urls.includes(s.url)).map((s) => s.pid);
+      const cpuBefore = pids.reduce((sum, pid) => sum + cpuMs(pid), 0);
+      const databaseBefore = (await target.databaseCpuMs?.()) ?? Number.NaN;
+      const reachedBefore = reaches ? cpuMs(reaches.pid) : Number.NaN;
+      const result = await run(DURATION);
+      const failedCount = [...failed.values()].reduce((a, b) => a + b, 0);
+      return {
+        served: Math.max(0, result['2xx'] - failedCount),
+        seconds: result.duration,
+        cpuMs: pids.length ? pids.reduce((sum, pid) => sum + cpuMs(pid), 0) - cpuBefore : Number.NaN,
+        databaseMs: ((await target.databaseCpuMs?.()) ?? Number.NaN) - databaseBefore,
+        reachedMs: reaches ? cpuMs(reaches.pid) - reachedBefore : Number.NaN,
+        answered: result['2xx'] + result.non2xx,
+        non2xx: result.non2xx,
+        statusCodes: result.statusCodeStats,
+        errors: result.errors,
+        timeouts: result.timeouts,
+        failed,
+        p50: result.latency.p50,
+        p99: result.latency.p99,
+      };
+    },
   };
+}
+
+const cellParts = (load: Load): CellParts => ({
+  duration: DURATION,
+  database: load.target.databaseCpuMs !== undefined,
+  ...(load.reaches ? { reached: load.reaches.name } : {}),
+});
+
+/** One target alone: its warm-up, then one measured run (the floors' retries, the metrics' rounds). */
+async function measure(target: Target, op: BenchOperation, connections: number): Promise<Cell | null> {
+  const load = loadOf(target, op, connections);
+  if (!load) return null;
+  await load.warmUp();
+  return cellOf([await load.slice()], cellParts(load));
+}
+
+/**
+ * Every target's cell of one operation, in `rounds` rounds (PERF-223): in each round every target takes
+ * one `--duration` run in turn, the order rotated by one each round, so a host that speeds up or slows
+ * down during the operation's minute weighs on every target alike instead of on whichever ran then. Each
+ * target is warmed up right before its first run; with one round this is the measurement it always was.
+ */
+async function measureInRounds(targets: readonly Target[], op: BenchOperation, connections: number, rounds: number): Promise<Map<Target, Cell>> {
+  const loads = targets.flatMap((target) => loadOf(target, op, connections) ?? []);
+  const slices = new Map<Load, Slice[]>(loads.map((load) => [load, []]));
+  for (let round = 0; round < rounds; round += 1) {
+    for (const load of inTurn(loads, round)) {
+      if (round === 0) await load.warmUp();
+      slices.get(load)?.push(await load.slice());
+    }
+  }
+  return new Map(loads.map((load) => [load.target, cellOf(slices.get(load) ?? [], cellParts(load))]));
 }
 
 const fmtRps = (n: number) => (n >= 100 ? Math.round(n).toLocaleString('en-US') : n.toFixed(1));
@@ -451,7 +499,7 @@ async function main(): Promise<void> {
     const run: BenchRun = {
       started: startedAt.toISOString(),
       machine: '',
-      options: { durationS: DURATION, warmupS: WARMUP, connections: CONNECTIONS },
+      options: { durationS: DURATION, warmupS: WARMUP, connections: CONNECTIONS, rounds: ROUNDS },
       targets: names,
       operations: operations.map((o) => o.name),
       cells: {},
@@ -467,8 +515,9 @@ async function main(): Promise<void> {
       for (const conns of CONNECTIONS) {
         const perTarget: Record<string, Cell> = {};
         byConns[String(conns)] = perTarget;
+        const cells = await measureInRounds(targets, op, conns, ROUNDS);
         for (const target of targets) {
-          const m = await measure(target, op, conns);
+          const m = cells.get(target);
           if (!m) continue;
           const pid = started.get(target.name)?.pid;
           if (pid !== undefined) m.rssMbAfter = Math.round(rssMb(pid) * 10) / 10;
@@ -518,7 +567,7 @@ async function main(): Promise<void> {
     run.machine =
       `${cpu.length} cores (${cpu[0]?.model.trim() ?? 'unknown CPU'}), ${Math.round(totalmem() / 2 ** 30)} GB, Node ${process.version}, ` +
       `${startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC; load average ${loadBefore[0]!.toFixed(2)} before, ${loadAfter[0]!.toFixed(2)} after; ` +
-      `autocannon: ${CONNECTIONS.join(' and ')} connections, ${DURATION} s per cell after a ${WARMUP} s warm-up` +
+      `autocannon: ${CONNECTIONS.join(' and ')} connections, ${ROUNDS > 1 ? `${ROUNDS} rounds of ${DURATION} s per cell, the targets in turn,` : `${DURATION} s per cell`} after a ${WARMUP} s warm-up` +
       `${operations.filter((o) => WARMUP > 0 && Math.min(o.warmupS ?? 0, MAX_OP_WARMUP) > WARMUP).map((o) => ` (${o.name}: ${Math.min(o.warmupS ?? 0, MAX_OP_WARMUP)} s)`).join('')}; ` +
       `a SQLite WAL commit on this disk: ${disk.fullMs.toFixed(2)} ms with synchronous=FULL (an fsync each), ${disk.normalMs.toFixed(3)} ms with NORMAL; ` +
       `${postgresNote}`;

@@ -24,6 +24,8 @@ export interface Cell {
    * with the requests served or settles (absent in runs written before it was recorded).
    */
   rssMbAfter?: number;
+  /** With `--rounds` above 1: the requests/s of each round's run, in round order (PERF-223). */
+  roundRps?: number[];
 }
 
 export interface RatioDef {
@@ -36,7 +38,8 @@ export interface RatioDef {
 export interface BenchRun {
   started: string;
   machine: string;
-  options: { durationS: number; warmupS: number; connections: number[] };
+  /** `rounds`: runs per cell, the targets in turn (absent in runs written before PERF-223: one). */
+  options: { durationS: number; warmupS: number; connections: number[]; rounds?: number };
   targets: string[];
   operations: string[];
   /** operation → connections → target → cell */
