@@ -268,7 +268,9 @@ function loadOf(target: Target, shared: BenchOperation, connections: number): Lo
       const cpuBefore = pids.reduce((sum, pid) => sum + cpuMs(pid), 0);
       const databaseBefore = (await target.databaseCpuMs?.()) ?? Number.NaN;
       const reachedBefore = reaches ? cpuMs(reaches.pid) : Number.NaN;
+      const generatorBefore = process.cpuUsage();
       const result = await run(DURATION);
+      const generator = process.cpuUsage(generatorBefore);
       const failedCount = [...failed.values()].reduce((a, b) => a + b, 0);
       return {
         served: Math.max(0, result['2xx'] - failedCount),
@@ -276,6 +278,7 @@ function loadOf(target: Target, shared: BenchOperation, connections: number): Lo
         cpuMs: pids.length ? pids.reduce((sum, pid) => sum + cpuMs(pid), 0) - cpuBefore : Number.NaN,
         databaseMs: ((await target.databaseCpuMs?.()) ?? Number.NaN) - databaseBefore,
         reachedMs: reaches ? cpuMs(reaches.pid) - reachedBefore : Number.NaN,
+        generatorMs: (generator.user + generator.system) / 1000,
         answered: result['2xx'] + result.non2xx,
         non2xx: result.non2xx,
         statusCodes: result.statusCodeStats,
@@ -604,7 +607,7 @@ async function main(): Promise<void> {
     if (postgres && options.pg) {
       const conns = CONNECTIONS[0] ?? 10;
       const names = { sqlite: SQLITE, bare: BARE, pgOne: PG_ONE, pgTwo: PG_TWO };
-      process.stdout.write(`\nIssue 30's goals, this run, ${conns} connections:\n${goalLines(run, names, conns, coldStarts, run.rssMb, options.pin).join('\n')}\n`);
+      process.stdout.write(`\nIssue 30's goals, this run, ${conns} connections:\n${goalLines(run, names, conns, coldStarts, run.rssMb, options.pin, cpus().length).join('\n')}\n`);
     }
     const written = writeRun(run, resolve(repoRoot, options.out));
     process.stdout.write(`\nWritten: ${written.json}, ${written.svg}\n`);

@@ -42,6 +42,26 @@ function roundRatios(run: BenchRun, op: string, conns: number, of: string, to: s
 const spread = (values: readonly number[], unit: string, digits = 2): string =>
   values.length < 2 ? '' : `, rounds ${Math.min(...values).toFixed(digits)}–${Math.max(...values).toFixed(digits)}${unit}`;
 
+/**
+ * What every process on the machine spent per served request of a cell (PERF-224): the target's own
+ * processes, its PostgreSQL backends, the process the request reached (the LMS) and the load generator;
+ * null when the generator's share was not recorded.
+ */
+function machineMs(c: Cell): { total: number; parts: string } | null {
+  if (c.generatorCpuMsPerRequest === undefined || Number.isNaN(c.generatorCpuMsPerRequest)) return null;
+  const parts: Array<[string, number | undefined]> = [
+    ['instances', c.cpuMsPerRequest],
+    ['PostgreSQL', c.databaseCpuMsPerRequest],
+    [c.reached?.name ?? '', c.reached?.cpuMsPerRequest],
+    ['load generator', c.generatorCpuMsPerRequest],
+  ];
+  const shown = parts.filter((p): p is [string, number] => p[1] !== undefined && !Number.isNaN(p[1]));
+  return {
+    total: shown.reduce((sum, [, ms]) => sum + ms, 0),
+    parts: shown.map(([name, ms]) => `${name} ${ms.toFixed(2)}`).join(' + '),
+  };
+}
+
 const verdict = (holds: boolean | null): string => (holds === null ? 'not measured' : holds ? 'met' : 'NOT met');
 
 /**
@@ -55,6 +75,8 @@ export function goalLines(
   coldStarts: readonly ColdStart[],
   rssMb: Readonly<Record<string, number>>,
   pinned: boolean,
+  /** The machine's cores: with them, each rate goal's line is followed by the most this run's costs allow. */
+  cores?: number,
 ): string[] {
   const lines: string[] = [];
   // The verdict is the pooled ratio's; each round's is shown beside it as the run's own spread.
@@ -78,10 +100,29 @@ export function goalLines(
     lines.push(
       `  CPU per score of the instance: ${score.cpuMsPerRequest.toFixed(2)} ms${db === undefined ? '' : ` (+ ${db.toFixed(2)} ms in its PostgreSQL backends)`} (goal ≤ 1 ms) ${verdict(score.cpuMsPerRequest <= 1)}`,
     );
+    const machine = cores ? machineMs(score) : null;
+    if (cores && machine) {
+      lines.push(
+        `    every process's CPU per score: ${machine.parts} = ${machine.total.toFixed(2)} ms; at that cost ${cores} cores serve at most ` +
+          `${Math.round((cores * 1000) / machine.total)} scores/s (1000/s needs at most ${(cores).toFixed(2)} ms)`,
+      );
+    }
   }
   if (pinned) {
-    atLeast('GET, 2 instances on separate cores / 1 instance', GET, names.pgTwo, names.pgOne, 1.7);
-    atLeast('PUT, 2 instances on separate cores / 1 instance', PUT, names.pgTwo, names.pgOne, 1.7);
+    for (const [name, op] of [['GET', GET], ['PUT', PUT]] as const) {
+      atLeast(`${name}, 2 instances on separate cores / 1 instance`, op, names.pgTwo, names.pgOne, 1.7);
+      const two = cell(run, op, conns, names.pgTwo);
+      const one = cell(run, op, conns, names.pgOne);
+      const machine = cores && two ? machineMs(two) : null;
+      if (cores && machine && one && one.rps > 0) {
+        const most = (cores * 1000) / machine.total;
+        lines.push(
+          `    every process's CPU per ${name} of the 2 instances: ${machine.parts} = ${machine.total.toFixed(2)} ms; at that cost ${cores} cores ` +
+            `serve at most ${Math.round(most)}/s, ${(most / one.rps).toFixed(2)}× the 1 instance's ${Math.round(one.rps)}/s ` +
+            `(1.7× needs at most ${((cores * 1000) / (1.7 * one.rps)).toFixed(2)} ms)`,
+        );
+      }
+    }
   } else {
     lines.push('  GET, 2 instances on separate cores / 1 instance (needs --pin): n/a (goal ≥ 1.7×) not measured');
     lines.push('  PUT, 2 instances on separate cores / 1 instance (needs --pin): n/a (goal ≥ 1.7×) not measured');

@@ -14,6 +14,11 @@ export interface Cell {
   failures: number;
   /** CPU milliseconds the target's server processes spent per served request (NaN when unknown). */
   cpuMsPerRequest: number;
+  /**
+   * CPU milliseconds the load generator (the bench's process) spent per served request, so a run shows what
+   * every process on the machine spent on a request (absent in runs written before it was recorded).
+   */
+  generatorCpuMsPerRequest?: number;
   /** CPU milliseconds the target's database backends spent per served request (PostgreSQL columns). */
   databaseCpuMsPerRequest?: number;
   /** CPU milliseconds per served request of another process the work reached (the LMS a score is published to). */

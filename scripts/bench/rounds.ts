@@ -14,6 +14,8 @@ export interface Slice {
   cpuMs: number;
   databaseMs: number;
   reachedMs: number;
+  /** CPU milliseconds of the load generator (the bench's own process, autocannon in it). */
+  generatorMs: number;
   /** Answers of any status (0: the target never answered in this run). */
   answered: number;
   non2xx: number;
@@ -65,6 +67,7 @@ export function cellOf(slices: readonly Slice[], parts: CellParts): Cell {
   return {
     rps: served / sum((s) => s.seconds),
     cpuMsPerRequest: perServed(sum((s) => s.cpuMs)),
+    generatorCpuMsPerRequest: perServed(sum((s) => s.generatorMs)),
     ...(parts.database ? { databaseCpuMsPerRequest: perServed(sum((s) => s.databaseMs)) } : {}),
     ...(parts.reached ? { reached: { name: parts.reached, cpuMsPerRequest: perServed(sum((s) => s.reachedMs)) } } : {}),
     p50: p50s[Math.floor((p50s.length - 1) / 2)] ?? Number.NaN,

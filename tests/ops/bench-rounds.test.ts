@@ -13,6 +13,7 @@ const slice = (over: Partial<Slice>): Slice => ({
   cpuMs: 0,
   databaseMs: 0,
   reachedMs: 0,
+  generatorMs: 0,
   answered: 0,
   non2xx: 0,
   statusCodes: {},
@@ -68,12 +69,42 @@ describe('bench rounds', () => {
     const run = {
       cells: {
         [STORAGE_OPERATIONS.get]: { 10: { SQLite: at([900, 700, 800]), bare: at([1000, 1000, 1000]) } },
-        [SCORE_OPERATION]: { 10: { 'PG 1': { ...at([300, 400, 500]), databaseCpuMsPerRequest: 1.2 } } },
+        [SCORE_OPERATION]: {
+          10: {
+            'PG 1': { ...at([300, 400, 500]), cpuMsPerRequest: 1.6, databaseCpuMsPerRequest: 1.2, reached: { name: 'LMS', cpuMsPerRequest: 0.5 }, generatorCpuMsPerRequest: 0.2 },
+          },
+        },
       },
     } as unknown as BenchRun;
-    const lines = goalLines(run, names, 10, [], {}, true);
+    const lines = goalLines(run, names, 10, [], {}, true, 2);
     expect(lines).toContain('  GET, SQLite / bare Express: 0.80×, rounds 0.70–0.90× (goal ≥ 0.8×) met');
     expect(lines).toContain('  scores/s, 1 PostgreSQL instance (LMS in its own process, 100 members): 400, rounds 300–500, 0 failed (goal ≥ 1000, none failed) NOT met');
+    // What the machine can give at this run's costs: 2 cores over every process's CPU per score.
+    expect(lines).toContain(
+      "    every process's CPU per score: instances 1.60 + PostgreSQL 1.20 + LMS 0.50 + load generator 0.20 = 3.50 ms; at that cost 2 cores serve at most 571 scores/s (1000/s needs at most 2.00 ms)",
+    );
     expect(lines).toContain('  PUT, 2 instances on separate cores / 1 instance: n/a (goal ≥ 1.7×) not measured');
+  });
+
+  it('says what two cores allow two instances at the cost each request had in their cell', () => {
+    const names = { sqlite: 'SQLite', bare: 'bare', pgOne: 'PG 1', pgTwo: 'PG 2' };
+    const cellAt = (rps: number, cpu: number, db: number, generator: number): Cell => ({
+      rps,
+      p50: 1,
+      p99: 2,
+      failures: 0,
+      cpuMsPerRequest: cpu,
+      databaseCpuMsPerRequest: db,
+      generatorCpuMsPerRequest: generator,
+      bad: null,
+    });
+    const run = {
+      cells: { [STORAGE_OPERATIONS.get]: { 10: { 'PG 1': cellAt(2000, 0.4, 0.05, 0.1), 'PG 2': cellAt(2600, 0.5, 0.1, 0.1) } } },
+    } as unknown as BenchRun;
+    const lines = goalLines(run, names, 10, [], {}, true, 2);
+    expect(lines).toContain('  GET, 2 instances on separate cores / 1 instance: 1.30× (goal ≥ 1.7×) NOT met');
+    expect(lines).toContain(
+      "    every process's CPU per GET of the 2 instances: instances 0.50 + PostgreSQL 0.10 + load generator 0.10 = 0.70 ms; at that cost 2 cores serve at most 2857/s, 1.43× the 1 instance's 2000/s (1.7× needs at most 0.59 ms)",
+    );
   });
 });
