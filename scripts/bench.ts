@@ -14,9 +14,10 @@
  * Each runs in its own process; autocannon drives them from this one. The operations come from the
  * sections in `SECTIONS` (scripts/bench/<section>.ts; a new section is a file there and one line here).
  * Every operation is measured on every target at each connection count (default 10 and 64): a warm-up,
- * then a measured run, or with `--rounds <n>` n runs per target, the targets taking turns (PERF-223). It prints Markdown tables (requests/s, p50, p99, ratios), the cold start and each
- * server's RSS after the load, and writes the run as JSON and an SVG chart of the ratios under
- * `bench/results/` (`latest.json`, `latest.svg`).
+ * then a measured run, or with `--rounds <n>` n runs per target, the targets taking turns (PERF-223). It
+ * prints Markdown tables (requests/s, p50, p99, ratios), the cold start and each server's RSS after the
+ * load, and writes the run as JSON and an SVG chart of the ratios under `bench/results/` (`latest.json`,
+ * `latest.svg`).
  *
  * Options: --duration <s> (default 5), --warmup <s> (1), --max-op-warmup <s> (caps an operation's longer warm-up),
  *          --connections <n,n> (10,64), --rounds <n> (1; 3 with --pg: each cell pooled from n runs, every target
